@@ -1,0 +1,8 @@
+/* PLACEHOLDER: replaced by the module that implements this verb. */
+#include "commands.h"
+int attest_cmd_show(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return attest_cli_usage_error("show", "not implemented yet");
+}

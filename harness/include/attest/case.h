@@ -1,0 +1,167 @@
+/* attest: one test case, as plain data.
+ *
+ * A case is a kernel family, its parameters (which include the conventions the outputs follow)
+ * and a table of named tensors: inputs a candidate reads, outputs it writes, and "truth" tensors
+ * (the unquantized values the cache was built from) that only the true-mode reference reads.
+ * The tensor table is what case files store, what the runner places in guarded memory, and what
+ * an external-process candidate will receive; the typed views in candidate.h point into it.
+ */
+#ifndef ATTEST_CASE_H
+#define ATTEST_CASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attest/layout.h"
+#include "attest/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum attest_kernel {
+    ATTEST_KERNEL_INDEXER = 1,   /* "indexer": DSA indexer logits over a c4-indexer cache */
+    ATTEST_KERNEL_MLA_DECODE = 2 /* "mla-decode": sparse MLA decode over mla-v4 / mla-v32 */
+} attest_kernel;
+
+/* Returns "indexer" / "mla-decode", or NULL. */
+const char *attest_kernel_name(attest_kernel kernel);
+/* Looks a kernel family up by name; ATTEST_ERR_NOT_FOUND if unknown. */
+attest_status attest_kernel_from_name(const char *name, attest_kernel *kernel) ATTEST_MUST_CHECK;
+
+/* What logits beyond a row's valid length hold (spec 5). */
+typedef enum attest_masking {
+    ATTEST_MASK_NEG_INF = 0,    /* -inf (vllm, sglang SM120, DeepGEMM clean_logits) */
+    ATTEST_MASK_ZERO = 1,       /* 0.0 (sglang V4 torch fallback) */
+    ATTEST_MASK_UNSPECIFIED = 2 /* anything; not compared (DeepGEMM with 2-D context lens) */
+} attest_masking;
+
+/* Which LSE a decode kernel returns when it has an attention sink (spec 6). */
+typedef enum attest_lse_convention {
+    ATTEST_LSE_EXCLUDES_SINK = 0, /* FlashMLA */
+    ATTEST_LSE_INCLUDES_SINK = 1  /* sglang SM120 Triton: logaddexp(lse, sink) */
+} attest_lse_convention;
+
+/* How top-k treats a row with L <= k valid positions. */
+typedef enum attest_topk_rule {
+    ATTEST_TOPK_BY_SCORE = 0,      /* the k largest valid logits, -1 padding */
+    ATTEST_TOPK_SHORT_IDENTITY = 1 /* L <= k returns 0..L-1 regardless of scores, -1 padding */
+} attest_topk_rule;
+
+const char *attest_masking_name(attest_masking m);         /* "-inf", "0.0", "unspecified" */
+const char *attest_lse_convention_name(attest_lse_convention c); /* "excludes_sink", ... */
+
+#define ATTEST_INDEXER_BLOCK 64u /* positions per c4-indexer block */
+
+typedef struct attest_indexer_params {
+    int32_t b;               /* requests */
+    int32_t next_n;          /* query rows per request (MTP); row i = request i / next_n */
+    int32_t heads;           /* H (64 in production) */
+    int32_t head_dim;        /* D, fixed at 128 by the c4-indexer layout */
+    int32_t num_blocks;      /* physical blocks in the pool */
+    int32_t blocks_per_req;  /* width of block_table */
+    int32_t max_len;         /* logits row width, in compressed positions */
+    attest_masking masking;  /* what rows hold past their length */
+    int32_t topk;            /* k for the top-k gate; 0 disables it */
+    attest_topk_rule topk_rule;
+} attest_indexer_params;
+
+typedef struct attest_mla_params {
+    attest_layout_id layout;  /* ATTEST_LAYOUT_MLA_V4 or ATTEST_LAYOUT_MLA_V32 */
+    int32_t page_size;
+    int64_t page_stride;
+    int32_t num_pages;
+    int32_t b, s_q, h_q, d_qk, d_v, topk;
+    float sm_scale;
+    int32_t has_topk_length;  /* tensor "topk_length" [b] present */
+    int32_t has_sink;         /* tensor "attn_sink" [h_q] present */
+    attest_lse_convention lse_convention;
+    int32_t has_extra;        /* a second scope joined in the same softmax */
+    int32_t extra_page_size;
+    int64_t extra_page_stride;
+    int32_t extra_num_pages;
+    int32_t extra_topk;
+    int32_t has_extra_topk_length;
+} attest_mla_params;
+
+typedef enum attest_dtype {
+    ATTEST_DTYPE_U8 = 1,
+    ATTEST_DTYPE_I32 = 2,
+    ATTEST_DTYPE_F32 = 3,
+    ATTEST_DTYPE_BF16 = 4, /* stored as uint16 bit patterns */
+    ATTEST_DTYPE_F64 = 5
+} attest_dtype;
+
+/* Returns the size in bytes of one element, or 0 for an unknown dtype. */
+size_t attest_dtype_size(attest_dtype dtype);
+const char *attest_dtype_name(attest_dtype dtype); /* "uint8", "int32", "float32", "bf16", ... */
+
+typedef enum attest_tensor_role {
+    ATTEST_ROLE_INPUT = 1,  /* read by the candidate; must be unchanged after a run */
+    ATTEST_ROLE_OUTPUT = 2, /* written by the candidate */
+    ATTEST_ROLE_TRUTH = 3   /* unquantized source values; never shown to a candidate */
+} attest_tensor_role;
+
+#define ATTEST_TENSOR_MAX_RANK 4
+#define ATTEST_CASE_MAX_TENSORS 16
+
+typedef struct attest_tensor {
+    char name[32];           /* the case-file dataset name, e.g. "cache_bytes", "logits" */
+    attest_dtype dtype;
+    attest_tensor_role role;
+    int32_t rank;
+    int64_t shape[ATTEST_TENSOR_MAX_RANK];
+    size_t nbytes;           /* product of shape times dtype size */
+    void *data;              /* NULL until placed (heap, arena, or file) */
+} attest_tensor;
+
+typedef struct attest_case {
+    attest_kernel kernel;
+    uint64_t seed;           /* the seed the generator drew it from (0 for a loaded case) */
+    union {
+        attest_indexer_params indexer;
+        attest_mla_params mla;
+    } params;
+    size_t num_tensors;
+    attest_tensor tensors[ATTEST_CASE_MAX_TENSORS];
+    void *heap_block_;       /* owned memory when placed by attest_case_alloc_heap */
+} attest_case;
+
+/* Validates the parameters (every size positive and bounded, layouts valid, strides consistent)
+ * and fills the tensor table (names, dtypes, roles, shapes, nbytes) with data = NULL.
+ * with_truth adds the truth tensors. Returns ATTEST_ERR_INVALID_ARGUMENT naming the field. */
+attest_status attest_case_define_tensors(attest_case *c, int with_truth) ATTEST_MUST_CHECK;
+
+/* Places every tensor in one zeroed heap block owned by the case. */
+attest_status attest_case_alloc_heap(attest_case *c) ATTEST_MUST_CHECK;
+
+/* Frees memory owned by the case (not memory placed by someone else); leaves tensors NULL. */
+void attest_case_free(attest_case *c);
+
+/* Returns the tensor with this name, or NULL. */
+attest_tensor *attest_case_tensor(attest_case *c, const char *name);
+const attest_tensor *attest_case_tensor_const(const attest_case *c, const char *name);
+
+/* Number of elements of a tensor (product of its shape). */
+size_t attest_tensor_count(const attest_tensor *t);
+
+/* Writes the canonical parameter string ("kernel=mla-decode,layout=mla-v4,b=4,s_q=1,h=64,...")
+ * into buf. The same case always gives the same string; it names failures and keys results.
+ * Returns ATTEST_ERR_INVALID_ARGUMENT if buf is too small. */
+attest_status attest_case_param_string(const attest_case *c, char *buf, size_t cap)
+    ATTEST_MUST_CHECK;
+
+/* Returns 1 if every key=value pair of `filter` (comma separated; a value may end in '*' to match
+ * a prefix) appears in the parameter string, 0 otherwise. An empty filter matches everything. */
+int attest_param_string_matches(const char *params, const char *filter);
+
+/* Checks every index-like input against the pool: page table entries, context lengths against
+ * max_len and blocks_per_req, indices in [-1, num_pages*page_size). A loaded case that fails here
+ * is malformed (ATTEST_ERR_FORMAT naming the tensor and element); generated cases never fail. */
+attest_status attest_case_check_inputs(const attest_case *c) ATTEST_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTEST_CASE_H */

@@ -1,0 +1,81 @@
+/* attest: bit-exact number formats (fp8 e4m3fn, UE8M0, bf16). See spec section 1.
+ *
+ * Every function is pure and total: any input bit pattern or float (NaN, inf, -0) has a defined
+ * result, pinned by tests against ml_dtypes.
+ */
+#ifndef ATTEST_NUMERICS_H
+#define ATTEST_NUMERICS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* fp8 e4m3fn ------------------------------------------------------------------------------- */
+
+#define ATTEST_FP8_NAN_POS 0x7Fu  /* the two NaN codes; 0xFF is also the harness's poison byte */
+#define ATTEST_FP8_NAN_NEG 0xFFu
+#define ATTEST_FP8_MAX 448.0f
+
+/* How float -> e4m3fn treats values beyond the largest finite. */
+typedef enum attest_fp8_overflow {
+    ATTEST_FP8_NONSAT = 0,  /* PyTorch / ml_dtypes: |x| > 464 (and inf) -> NaN with sign kept */
+    ATTEST_FP8_SATFINITE = 1 /* CUDA __NV_SATFINITE: overflow and inf -> +-448, NaN stays NaN */
+} attest_fp8_overflow;
+
+/* Returns the float value of an e4m3fn byte (exact; 0x7F/0xFF give NaN). */
+float attest_fp8_decode(uint8_t bits);
+
+/* Returns the e4m3fn byte nearest to x, ties to even, with the given overflow rule. */
+uint8_t attest_fp8_encode(float x, attest_fp8_overflow overflow);
+
+/* UE8M0 (float8_e8m0fnu) ------------------------------------------------------------------- */
+
+#define ATTEST_UE8M0_NAN 0xFFu
+
+/* Returns 2^(bits-127) as a float; 0xFF gives NaN. Values below float's range (bits < 22) are
+ * returned as float subnormals or 0 exactly as ml_dtypes does (2^-127 is a float subnormal). */
+float attest_ue8m0_decode(uint8_t bits);
+
+/* Returns 2^(bits-127) exactly in double (0xFF gives NaN). */
+double attest_ue8m0_decode_f64(uint8_t bits);
+
+/* Which public writer's clamp rule to apply when turning a tile's amax into a UE8M0 scale. */
+typedef enum attest_ue8m0_writer {
+    ATTEST_UE8M0_FLASHMLA = 0, /* scale = max(amax/448, 1e-4), then ceil to a power of two */
+    ATTEST_UE8M0_SGLANG = 1,   /* scale = max(amax, 1e-8)/448, then ceil to a power of two */
+    ATTEST_UE8M0_DEEPGEMM = 2  /* scale = amax/448 ceiled to a power of two, byte clamped to [1, 254] */
+} attest_ue8m0_writer;
+
+/* Returns the UE8M0 byte of `scale` rounded UP to a power of two (ceil of log2), no clamp.
+ * scale <= 0 or below 2^-127 gives 0x00; NaN, inf or above 2^127 gives 0xFF. */
+uint8_t attest_ue8m0_encode_ceil(float scale);
+
+/* Returns the UE8M0 scale byte a given writer stores for a tile whose max |value| is amax. */
+uint8_t attest_ue8m0_scale_for_amax(float amax, attest_ue8m0_writer writer);
+
+/* Returns the writer's name ("flashmla", "sglang", "deepgemm") or NULL when out of range. */
+const char *attest_ue8m0_writer_name(attest_ue8m0_writer writer);
+
+/* bf16 ------------------------------------------------------------------------------------- */
+
+/* Returns the float value of a bf16 bit pattern (exact). */
+float attest_bf16_decode(uint16_t bits);
+
+/* Returns the bf16 nearest to x, ties to even; NaN stays a (quiet) NaN with its sign. */
+uint16_t attest_bf16_encode(float x);
+
+/* Returns the bf16 nearest to a double (rounded once, from double, ties to even). */
+uint16_t attest_bf16_encode_f64(double x);
+
+/* Float bit helpers ------------------------------------------------------------------------ */
+
+uint32_t attest_f32_bits(float x);
+float attest_f32_from_bits(uint32_t bits);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTEST_NUMERICS_H */
