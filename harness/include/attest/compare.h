@@ -1,0 +1,119 @@
+/* attest: the comparator. Every gate is computed and recorded; none hides behind another.
+ *
+ * Gates per output tensor (spec section 7 gives the upstream starting points):
+ *   nonfinite  positions of +inf, -inf and NaN must match exactly (counted separately);
+ *   element    each element passes if |c-r| <= atol OR |c-r| <= rtol*|r|; the failing fraction
+ *              must not exceed max_fail_fraction;
+ *   cosine     1 - 2*sum(rc)/sum(r^2+c^2) over finite pairs, in double, <= cos_diff_max;
+ *   nmse       sum((c-r)^2)/sum(r^2) <= nmse_max (off when nmse_max < 0);
+ *   code       representable steps (bf16 or fp32, per the candidate's dtype) between c and the
+ *              reference rounded to that dtype, max <= max_code_distance (off when < 0);
+ *   unwritten  elements still holding the harness's output poison pattern must be zero;
+ *   topk       (indexer) tie-aware set recall >= topk_min_recall.
+ * Anti-vacuity: a tensor whose compared reference is all masked/non-finite, or whose max |ref| is
+ * below vacuity_factor*atol, is flagged vacuous; a vacuous tensor is never reported as a pass
+ * on its own (the case records the flag and the campaign counts it).
+ */
+#ifndef ATTEST_COMPARE_H
+#define ATTEST_COMPARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attest/case.h"
+#include "attest/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum attest_gate {
+    ATTEST_GATE_NONFINITE = 0,
+    ATTEST_GATE_ELEMENT = 1,
+    ATTEST_GATE_COSINE = 2,
+    ATTEST_GATE_NMSE = 3,
+    ATTEST_GATE_CODE = 4,
+    ATTEST_GATE_UNWRITTEN = 5,
+    ATTEST_GATE_TOPK = 6,
+    ATTEST_GATE_COUNT_
+} attest_gate;
+
+#define ATTEST_GATE_BIT(g) (1u << (unsigned)(g))
+
+/* Returns the gate's short name ("nonfinite", "element", "cosine", ...) or "unknown". */
+const char *attest_gate_name(attest_gate gate);
+
+/* Writes gate names of a bitmask, joined by '+', into buf ("element+cosine"; "" for 0). */
+void attest_gate_mask_string(uint32_t mask, char *buf, size_t cap);
+
+typedef struct attest_tolerance {
+    double atol;               /* absolute per-element tolerance */
+    double rtol;               /* relative per-element tolerance */
+    double max_fail_fraction;  /* fraction of elements allowed over tolerance (0: none) */
+    double cos_diff_max;       /* cosine-difference bound */
+    double nmse_max;           /* < 0: gate off */
+    double max_code_distance;  /* < 0: gate off */
+    double vacuity_factor;     /* max|ref| < vacuity_factor * atol => vacuous */
+    double topk_min_recall;    /* indexer top-k gate; < 0: off */
+    double topk_tie_atol;      /* scores within this of the k-th are interchangeable */
+    double topk_tie_rtol;
+    char source[160];          /* where the numbers come from (policy file text) */
+} attest_tolerance;
+
+/* Coordinates of one element: up to 4 indices with the tensor's dimension names. */
+typedef struct attest_coord {
+    int32_t rank;
+    int64_t index[4];
+} attest_coord;
+
+typedef struct attest_tensor_metrics {
+    char output[32];            /* tensor name, e.g. "logits", "out_bf16", "lse" */
+    uint64_t count;             /* elements compared (masked-out "unspecified" ones excluded) */
+    /* nonfinite gate */
+    uint64_t ref_posinf, ref_neginf, ref_nan;
+    uint64_t cand_posinf, cand_neginf, cand_nan;
+    uint64_t nonfinite_mismatches;
+    attest_coord first_nonfinite_mismatch;
+    /* element gate */
+    uint64_t element_failures;
+    double element_fail_fraction;
+    attest_coord worst;         /* the element with the largest |c-r| among finite pairs */
+    double worst_ref, worst_cand;
+    /* global */
+    double max_abs, max_rel;    /* over finite pairs */
+    double cos_diff, nmse;
+    double max_code_distance;   /* in steps of the candidate's dtype */
+    uint64_t unwritten;
+    double topk_recall;         /* 1.0 when not applicable */
+    int32_t topk_checked;       /* 1 when the top-k gate ran */
+    int32_t vacuous;            /* 1 when the comparison could not show anything (see header) */
+    uint32_t failed_gates;      /* ATTEST_GATE_BIT mask */
+} attest_tensor_metrics;
+
+/* Compares a candidate tensor (dtype F32 or BF16; its bits are read, never converted lossy) with
+ * reference doubles. `compare_mask` (NULL = all) marks elements to compare; `shape`/`rank` give
+ * coordinates. `poison_bits` is the output poison pattern (for the unwritten gate). */
+attest_status attest_compare_tensor(const double *ref, const void *cand, attest_dtype cand_dtype,
+                                    size_t count, const int64_t *shape, int32_t rank,
+                                    const uint8_t *compare_mask, uint32_t poison_bits,
+                                    const attest_tolerance *tol, attest_tensor_metrics *m)
+    ATTEST_MUST_CHECK;
+
+/* Tie-aware top-k comparison of one row. ref_scores are the reference logits of the row (len
+ * valid positions); cand_set / ref_set hold k logical positions each (-1 = empty slot). Scores of
+ * both sets are recomputed from ref_scores; a candidate position not in ref_set still counts as a
+ * hit when its score is within tie tolerance of the k-th reference score. Writes recall (hits /
+ * valid reference slots; 1.0 when both are empty) and returns ATTEST_ERR_INVALID_ARGUMENT on a
+ * candidate position outside [0, len) or a duplicate (the caller records that as a failure). */
+attest_status attest_compare_topk_row(const double *ref_scores, int32_t len, const int32_t *cand_set,
+                                      const int32_t *ref_set, int32_t k, double tie_atol,
+                                      double tie_rtol, double *recall) ATTEST_MUST_CHECK;
+
+/* DeepGEMM's lone metric, kept to show what it misses: 1 - 2*sum(rc)/sum(r^2+c^2). */
+double attest_cosine_difference(const double *ref, const double *cand, size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTEST_COMPARE_H */

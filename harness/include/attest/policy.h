@@ -1,0 +1,49 @@
+/* attest: tolerance policies, data not code. A policy file (JSON, parsed with jansson) holds one
+ * entry per kernel family and output, each with the source of its numbers; the default policy is
+ * embedded in the binary (policies/default.json). Every verdict records the policy's name and
+ * content hash.
+ */
+#ifndef ATTEST_POLICY_H
+#define ATTEST_POLICY_H
+
+#include <stdint.h>
+
+#include "attest/case.h"
+#include "attest/compare.h"
+#include "attest/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct attest_policy attest_policy; /* opaque */
+
+/* Loads a policy file. Errors (missing file, bad JSON, unknown key, a negative or missing
+ * tolerance) return ATTEST_ERR_IO / ATTEST_ERR_FORMAT with a message naming file:line and field. */
+attest_status attest_policy_load(const char *path, attest_policy **out) ATTEST_MUST_CHECK;
+
+/* Parses a policy from memory (`origin` names it in messages). */
+attest_status attest_policy_parse(const char *text, size_t len, const char *origin,
+                                  attest_policy **out) ATTEST_MUST_CHECK;
+
+/* Returns the embedded default policy (parsed once; never NULL unless the build is broken). */
+attest_status attest_policy_default(attest_policy **out) ATTEST_MUST_CHECK;
+
+void attest_policy_free(attest_policy *policy);
+
+/* Finds the tolerance for (kernel, output tensor name). ATTEST_ERR_NOT_FOUND if no entry. */
+attest_status attest_policy_lookup(const attest_policy *policy, attest_kernel kernel,
+                                   const char *output, attest_tolerance *tol) ATTEST_MUST_CHECK;
+
+const char *attest_policy_name(const attest_policy *policy);    /* its "name" field */
+const char *attest_policy_origin(const attest_policy *policy);  /* path or "<embedded>" */
+/* Hex SHA-256-free content hash (FNV-1a 64 of the file bytes), 16 hex digits. */
+const char *attest_policy_hash(const attest_policy *policy);
+/* The exact text the policy was parsed from (stored in results for provenance). */
+const char *attest_policy_text(const attest_policy *policy);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTEST_POLICY_H */

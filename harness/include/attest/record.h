@@ -1,0 +1,47 @@
+/* attest: the record of one judged case, as the runner produces it, the results store keeps it
+ * (one table row) and reports print it. Plain data, fixed size, no pointers.
+ */
+#ifndef ATTEST_RECORD_H
+#define ATTEST_RECORD_H
+
+#include <stdint.h>
+
+#include "attest/compare.h"
+#include "attest/verdict.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTEST_RECORD_MAX_OUTPUTS 2
+#define ATTEST_PARAM_STRING_MAX 384
+
+typedef struct attest_case_record {
+    uint64_t case_id;                       /* index within the campaign */
+    uint64_t seed;                          /* the case's own seed: replays it alone */
+    char params[ATTEST_PARAM_STRING_MAX];   /* canonical parameter string */
+    char candidate[64];
+    attest_verdict verdict;                 /* the deciding verdict (see runner.h for priority) */
+    uint32_t failed_gates;                  /* union of the outputs' failed gates */
+    uint32_t integrity_flags;               /* ATTEST_INTEGRITY_* bits seen on any re-run */
+    int32_t vacuous;                        /* 1 if any output was vacuous */
+    int32_t reruns;                         /* runs performed */
+    int32_t num_outputs;
+    attest_tensor_metrics outputs[ATTEST_RECORD_MAX_OUTPUTS];
+    double gen_seconds, ref_seconds, run_seconds, compare_seconds;
+    char message[256];                      /* what happened, one line (crash signal, error) */
+} attest_case_record;
+
+/* Integrity findings, recorded as bits so a case that fails several checks shows all of them. */
+enum {
+    ATTEST_INTEGRITY_CANARY = 1u << 0,         /* a canary around a buffer changed */
+    ATTEST_INTEGRITY_INPUT_MODIFIED = 1u << 1, /* an input checksum changed */
+    ATTEST_INTEGRITY_NONDETERMINISM = 1u << 2, /* re-runs differ bitwise */
+    ATTEST_INTEGRITY_CANDIDATE_ERROR = 1u << 3 /* run() returned nonzero */
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTEST_RECORD_H */

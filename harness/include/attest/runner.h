@@ -1,0 +1,73 @@
+/* attest: the runner judges one candidate on cases, with run integrity and crash isolation.
+ *
+ * Per case: the case's tensors are copied into a guarded arena (canaries around every buffer,
+ * outputs poisoned), input checksums are taken, the candidate runs `reruns` times (in a forked
+ * worker when isolated), and the outputs are compared with the reference under the policy.
+ * Verdict priority when several findings apply: CRASH, TIMEOUT, HARNESS_ERROR, UNSUPPORTED,
+ * OUT_OF_BOUNDS_WRITE, INPUT_MODIFIED, NONDETERMINISTIC, MISMATCH, OK. All findings stay in the
+ * record's integrity_flags and failed_gates.
+ */
+#ifndef ATTEST_RUNNER_H
+#define ATTEST_RUNNER_H
+
+#include "attest/candidate.h"
+#include "attest/case.h"
+#include "attest/policy.h"
+#include "attest/record.h"
+#include "attest/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Computes the simulated reference of every output tensor of a case (see references/). The
+ * runner takes it as a pointer so the harness does not depend on references/. */
+typedef attest_status (*attest_reference_fn)(const attest_case *c, double **outputs);
+
+typedef struct attest_runner_options {
+    int32_t reruns;           /* runs per case, compared bitwise (default 2) */
+    double timeout_seconds;   /* per run (default 10) */
+    int32_t isolate;          /* 1 (default): run in a forked worker; 0: in this process */
+    const attest_policy *policy;
+    attest_reference_fn reference;
+} attest_runner_options;
+
+/* Returns the defaults (reruns 2, timeout 10 s, isolated); policy and reference left NULL. */
+attest_runner_options attest_runner_defaults(void);
+
+typedef struct attest_runner attest_runner; /* opaque */
+
+/* Creates a runner for one candidate (starting its worker when isolated). */
+attest_status attest_runner_create(const attest_candidate *candidate,
+                                   const attest_runner_options *options, attest_runner **out)
+    ATTEST_MUST_CHECK;
+
+/* What the runner keeps of a judged case when asked (for repro files and detailed replay). */
+typedef struct attest_case_outputs {
+    int32_t num_outputs;
+    double *reference[ATTEST_RECORD_MAX_OUTPUTS];  /* reference values, malloc'ed */
+    void *candidate[ATTEST_RECORD_MAX_OUTPUTS];    /* candidate bytes of the first run, malloc'ed */
+    size_t candidate_bytes[ATTEST_RECORD_MAX_OUTPUTS];
+} attest_case_outputs;
+
+void attest_case_outputs_free(attest_case_outputs *o);
+
+/* Judges one case (placed anywhere; the runner copies it) and fills the record. `keep` (may be
+ * NULL) receives the reference and candidate outputs. Returns an error only when the harness
+ * itself failed in a way that stops the campaign; a failing candidate is a verdict. */
+attest_status attest_runner_judge(attest_runner *runner, const attest_case *c,
+                                  attest_case_record *record, attest_case_outputs *keep)
+    ATTEST_MUST_CHECK;
+
+/* Stops the worker and frees everything. */
+void attest_runner_destroy(attest_runner *runner);
+
+/* Loads a candidate from a plugin: "path/libfoo.so:NAME". The library stays loaded for the life
+ * of the process. ATTEST_ERR_NOT_FOUND / ATTEST_ERR_FORMAT with a message on failure. */
+attest_status attest_plugin_load(const char *spec, const attest_candidate **out) ATTEST_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTEST_RUNNER_H */
