@@ -5,6 +5,22 @@
  * (the unquantized values the cache was built from) that only the true-mode reference reads.
  * The tensor table is what case files store, what the runner places in guarded memory, and what
  * an external-process candidate will receive; the typed views in candidate.h point into it.
+ *
+ * Tensor names follow the schema of ../shared/oracles (so an oracle group loads as a case):
+ *   indexer:    cache_bytes u8 [num_blocks, 8448]; block_table i32 [b, blocks_per_req];
+ *               context_lens i32 [b]; q_fp8 u8 [b, next_n, heads, head_dim];
+ *               weights f32 [b*next_n, heads]; OUTPUT logits f32 [b*next_n, max_len];
+ *               TRUTH k_true f32 [num_blocks*64, head_dim] (by physical position),
+ *                     q_true f32 [b, next_n, heads, head_dim].
+ *   mla-decode: cache_bytes u8 [num_pages*page_stride]; q_bf16 bf16 [b, s_q, h_q, d_qk];
+ *               indices i32 [b, s_q, topk]; topk_length i32 [b] (if has_topk_length);
+ *               attn_sink f32 [h_q] (if has_sink); extra_cache_bytes u8
+ *               [extra_num_pages*extra_page_stride], extra_indices i32 [b, s_q, extra_topk],
+ *               extra_topk_length i32 [b] (if has_extra / has_extra_topk_length);
+ *               OUTPUT out_bf16 bf16 [b, s_q, h_q, d_v], lse f32 [b, s_q, h_q];
+ *               TRUTH kv_true f32 [num_pages*page_size, k_dim] (by physical token index),
+ *                     extra_kv_true f32 [extra_num_pages*extra_page_size, k_dim] (if has_extra).
+ * Tensors appear in the table in exactly this order (inputs, outputs, truth).
  */
 #ifndef ATTEST_CASE_H
 #define ATTEST_CASE_H
