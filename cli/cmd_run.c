@@ -1,8 +1,233 @@
-/* PLACEHOLDER: replaced by the module that implements this verb. */
+/* attest run: one candidate against the reference on generated cases. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attest/registry.h"
+#include "attest/report.h"
 #include "commands.h"
+#include "engine.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: attest run --candidate SPEC [--kernel indexer|mla-decode] [options]\n"
+          "\n"
+          "Judges a candidate kernel on generated cases against the CPU reference.\n"
+          "Exit status: 0 every case passed, 1 a case failed, 2 usage or input error.\n"
+          "\n"
+          "  --candidate SPEC   built-in name (attest list) or path/lib.so:NAME\n"
+          "  --kernel K         kernel family; must match the candidate's (default: its own)\n"
+          "  --cases N          cases to generate (default 100)\n"
+          "  --seed S           campaign seed; case i uses a seed derived from S and i (default 1)\n"
+          "  --case-seed X      run exactly one case, drawn from its own seed X (as printed)\n"
+          "  --filter F         only cases whose parameter string matches, e.g. 'b=2,layout=mla-v4'\n"
+          "  --out FILE         write every result to an HDF5 results file (attest show FILE)\n"
+          "  --policy FILE      tolerance policy (default: the embedded policies/default.json)\n"
+          "  --reruns N         runs per case, compared bitwise (default 2)\n"
+          "  --timeout SEC      per-run time limit (default 10)\n"
+          "  --no-isolate       run in this process (no crash isolation; for debugging)\n"
+          "  --max-failures N   stop after N failing cases (default: never)\n"
+          "  --print-failures N failing cases printed as they happen (default 20)\n"
+          "  --quiet            no progress line (the default when not a terminal or CI is set)\n"
+          "generator bounds:\n"
+          "  --max-batch N --max-heads N --max-len N --max-topk N --max-next-n N --max-s-q N\n"
+          "  --page-size P --layout mla-v4|mla-v32 --production --no-edge-bytes\n",
+          f);
+}
+
+enum {
+    OPT_CASE_SEED = 256, OPT_POLICY, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_MAX_FAILURES,
+    OPT_PRINT_FAILURES, OPT_MAX_BATCH, OPT_MAX_HEADS, OPT_MAX_LEN, OPT_MAX_TOPK, OPT_MAX_NEXT_N,
+    OPT_MAX_S_Q, OPT_PAGE_SIZE, OPT_LAYOUT, OPT_PRODUCTION, OPT_NO_EDGE, OPT_QUIET
+};
+
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"candidate", required_argument, NULL, 'c'},
+    {"kernel", required_argument, NULL, 'k'},
+    {"cases", required_argument, NULL, 'n'},
+    {"seed", required_argument, NULL, 's'},
+    {"filter", required_argument, NULL, 'f'},
+    {"out", required_argument, NULL, 'o'},
+    {"case-seed", required_argument, NULL, OPT_CASE_SEED},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"reruns", required_argument, NULL, OPT_RERUNS},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+    {"max-failures", required_argument, NULL, OPT_MAX_FAILURES},
+    {"print-failures", required_argument, NULL, OPT_PRINT_FAILURES},
+    {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
+    {"max-heads", required_argument, NULL, OPT_MAX_HEADS},
+    {"max-len", required_argument, NULL, OPT_MAX_LEN},
+    {"max-topk", required_argument, NULL, OPT_MAX_TOPK},
+    {"max-next-n", required_argument, NULL, OPT_MAX_NEXT_N},
+    {"max-s-q", required_argument, NULL, OPT_MAX_S_Q},
+    {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
+    {"layout", required_argument, NULL, OPT_LAYOUT},
+    {"production", no_argument, NULL, OPT_PRODUCTION},
+    {"no-edge-bytes", no_argument, NULL, OPT_NO_EDGE},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct run_args {
+    const char *candidate, *kernel, *out, *policy, *filter, *layout;
+    uint64_t cases, seed, case_seed, max_failures, print_failures;
+    int use_case_seed, no_isolate, production, no_edge, quiet;
+    int32_t reruns, bounds[7]; /* max-batch .. page-size, 0 = generator default */
+    double timeout;
+} run_args;
+
+#define BAD(what) return attest_cli_usage_error("run", "bad value for --%s: '%s'", what, optarg)
+
+/* Returns -1 to continue, or an exit status. */
+static int parse(int argc, char **argv, run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->cases = 100;
+    a->seed = 1;
+    a->print_failures = 20;
+    a->reruns = 2;
+    a->timeout = 10.0;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+        switch (ch) {
+        case 'h': usage(stdout); return ATTEST_EXIT_OK;
+        case 'c': a->candidate = optarg; break;
+        case 'k': a->kernel = optarg; break;
+        case 'f': a->filter = optarg; break;
+        case 'o': a->out = optarg; break;
+        case OPT_POLICY: a->policy = optarg; break;
+        case OPT_LAYOUT: a->layout = optarg; break;
+        case 'n':
+            if (attest_cli_parse_u64(optarg, &a->cases) || a->cases == 0) BAD("cases");
+            break;
+        case 's':
+            if (attest_cli_parse_u64(optarg, &a->seed)) BAD("seed");
+            break;
+        case OPT_CASE_SEED:
+            if (attest_cli_parse_u64(optarg, &a->case_seed)) BAD("case-seed");
+            a->use_case_seed = 1;
+            break;
+        case OPT_RERUNS:
+            if (attest_cli_parse_i32(optarg, 1, 1000, &a->reruns)) BAD("reruns");
+            break;
+        case OPT_TIMEOUT:
+            if (attest_cli_parse_double(optarg, 0.01, 86400.0, &a->timeout)) BAD("timeout");
+            break;
+        case OPT_MAX_FAILURES:
+            if (attest_cli_parse_u64(optarg, &a->max_failures)) BAD("max-failures");
+            break;
+        case OPT_PRINT_FAILURES:
+            if (attest_cli_parse_u64(optarg, &a->print_failures)) BAD("print-failures");
+            break;
+        case OPT_NO_ISOLATE: a->no_isolate = 1; break;
+        case OPT_PRODUCTION: a->production = 1; break;
+        case OPT_NO_EDGE: a->no_edge = 1; break;
+        case OPT_QUIET: a->quiet = 1; break;
+        case OPT_MAX_BATCH: case OPT_MAX_HEADS: case OPT_MAX_LEN: case OPT_MAX_TOPK:
+        case OPT_MAX_NEXT_N: case OPT_MAX_S_Q: case OPT_PAGE_SIZE: {
+            int idx = ch - OPT_MAX_BATCH;
+            if (attest_cli_parse_i32(optarg, 1, 1 << 22, &a->bounds[idx]))
+                BAD(long_options[idx + 14].name);
+            break;
+        }
+        case ':':
+            return attest_cli_usage_error("run", "option %s needs a value", argv[optind - 1]);
+        default:
+            return attest_cli_usage_error("run", "unknown option '%s' (attest run --help)",
+                                          argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return attest_cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
+    if (a->candidate == NULL)
+        return attest_cli_usage_error("run", "--candidate is required (attest list shows them)");
+    return -1;
+}
+
+/* Applies the command-line bounds to the generator options. Returns an exit status or -1. */
+static int apply_bounds(const run_args *a, attest_gen_options *g)
+{
+    int32_t *slots[7] = {&g->max_batch, &g->max_heads, &g->max_len, &g->max_topk,
+                         &g->max_next_n, &g->max_s_q, &g->page_size};
+    for (int i = 0; i < 7; i++)
+        if (a->bounds[i]) *slots[i] = a->bounds[i];
+    if (a->production) g->production_shape = 1;
+    if (a->no_edge) g->edge_bytes = 0;
+    if (a->layout) {
+        attest_layout_id id;
+        if (attest_layout_from_name(a->layout, &id) != ATTEST_OK ||
+            (id != ATTEST_LAYOUT_MLA_V4 && id != ATTEST_LAYOUT_MLA_V32))
+            return attest_cli_usage_error("run", "--layout must be mla-v4 or mla-v32, not '%s'",
+                                          a->layout);
+        if (g->kernel != ATTEST_KERNEL_MLA_DECODE)
+            return attest_cli_usage_error("run", "--layout applies to mla-decode only");
+        g->layout = (int32_t)id;
+    }
+    return -1;
+}
+
 int attest_cmd_run(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return attest_cli_usage_error("run", "not implemented yet");
+    run_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc >= 0) return rc;
+
+    const attest_candidate *cand = NULL;
+    if (attest_candidate_resolve(a.candidate, &cand) != ATTEST_OK)
+        return attest_cli_usage_error("run", "%s", attest_last_error());
+    if (a.kernel) {
+        attest_kernel k;
+        if (attest_kernel_from_name(a.kernel, &k) != ATTEST_OK)
+            return attest_cli_usage_error("run", "%s", attest_last_error());
+        if (k != cand->kernel)
+            return attest_cli_usage_error("run", "candidate '%s' is a %s kernel, not %s",
+                                          cand->name, attest_kernel_name(cand->kernel), a.kernel);
+    }
+    attest_job job;
+    memset(&job, 0, sizeof job);
+    job.candidate = cand;
+    job.candidate_spec = a.candidate;
+    job.gen = attest_gen_defaults(cand->kernel);
+    if ((rc = apply_bounds(&a, &job.gen)) >= 0) return rc;
+    job.cases = a.cases;
+    job.seed = a.seed;
+    job.use_case_seed = a.use_case_seed;
+    job.case_seed = a.case_seed;
+    job.filter = a.filter;
+
+    attest_engine_options opt = attest_engine_defaults();
+    attest_policy *policy = NULL;
+    if (a.policy) {
+        if (attest_policy_load(a.policy, &policy) != ATTEST_OK)
+            return attest_cli_usage_error("run", "%s", attest_last_error());
+        opt.runner.policy = policy;
+    }
+    opt.runner.reruns = a.reruns;
+    opt.runner.timeout_seconds = a.timeout;
+    opt.runner.isolate = !a.no_isolate;
+    opt.out_path = a.out;
+    opt.progress = !a.quiet && attest_cli_interactive();
+    opt.print_failures = (uint32_t)a.print_failures;
+    opt.max_failures = a.max_failures;
+    char command_line[2048];
+    attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
+    opt.command_line = command_line;
+
+    attest_engine_totals totals;
+    attest_status st = attest_engine_run(&job, 1, &opt, stdout, &totals);
+    attest_policy_free(policy);
+    if (st != ATTEST_OK) {
+        fflush(stdout);
+        return attest_cli_usage_error("run", "%s", attest_last_error());
+    }
+    if (totals.filtered)
+        printf("filter '%s': %" PRIu64 " generated cases skipped\n", a.filter, totals.filtered);
+    attest_report_summary(stdout, &totals.summary, a.out, totals.seconds);
+    return totals.failures || totals.interrupted ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
 }

@@ -3,6 +3,8 @@
 #ifndef ATTEST_CLI_COMMANDS_H
 #define ATTEST_CLI_COMMANDS_H
 
+#include <stdint.h>
+
 #define ATTEST_EXIT_OK 0
 #define ATTEST_EXIT_FAILED 1
 #define ATTEST_EXIT_USAGE 2
@@ -21,5 +23,14 @@ int attest_cli_usage_error(const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* Strict number parsing for options: the whole string must be a number in range. Return 0 on
+ * success, -1 otherwise (the caller reports the option). Integers accept 0x hex. */
+int attest_cli_parse_u64(const char *s, uint64_t *out);
+int attest_cli_parse_i32(const char *s, int32_t min, int32_t max, int32_t *out);
+int attest_cli_parse_double(const char *s, double min, double max, double *out);
+
+/* Returns 1 when progress lines suit stderr: a terminal, and not under CI (env CI set). */
+int attest_cli_interactive(void);
 
 #endif

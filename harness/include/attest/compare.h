@@ -3,13 +3,19 @@
  * Gates per output tensor (spec section 7 gives the upstream starting points):
  *   nonfinite  positions of +inf, -inf and NaN must match exactly (counted separately);
  *   element    each element passes if |c-r| <= atol OR |c-r| <= rtol*|r|; the failing fraction
- *              must not exceed max_fail_fraction;
+ *              (of finite pairs) must not exceed max_fail_fraction. atol is raised to
+ *              atol_ref_scale * max|ref| when that is larger (fp32 sums with cancelling terms
+ *              err relative to the tensor's scale, not the element's);
  *   cosine     1 - 2*sum(rc)/sum(r^2+c^2) over finite pairs, in double, <= cos_diff_max;
  *   nmse       sum((c-r)^2)/sum(r^2) <= nmse_max (off when nmse_max < 0);
  *   code       representable steps (bf16 or fp32, per the candidate's dtype) between c and the
- *              reference rounded to that dtype, max <= max_code_distance (off when < 0);
+ *              reference rounded to that dtype, max <= max_code_distance (off when < 0); pairs
+ *              already within atol are not counted (near zero a step count means nothing);
  *   unwritten  elements still holding the harness's output poison pattern must be zero;
- *   topk       (indexer) tie-aware set recall >= topk_min_recall.
+ *   topk       (indexer) tie-aware set recall >= topk_min_recall (attest_compare_topk).
+ * Non-finite pairs (either side +-inf or NaN) are judged by the nonfinite gate alone: a matching
+ * pair (same infinity, or NaN and NaN) is fine and enters no other metric. Elements excluded by
+ * the compare mask are counted nowhere.
  * Anti-vacuity: a tensor whose compared reference is all masked/non-finite, or whose max |ref| is
  * below vacuity_factor*atol, is flagged vacuous; a vacuous tensor is never reported as a pass
  * on its own (the case records the flag and the campaign counts it).
@@ -58,6 +64,7 @@ typedef struct attest_tolerance {
     double topk_tie_atol;      /* scores within this of the k-th are interchangeable */
     double topk_tie_rtol;
     char source[160];          /* where the numbers come from (policy file text) */
+    double atol_ref_scale;     /* effective atol = max(atol, atol_ref_scale * max|ref|); 0: off */
 } attest_tolerance;
 
 /* Coordinates of one element: up to 4 indices with the tensor's dimension names. */
@@ -88,11 +95,17 @@ typedef struct attest_tensor_metrics {
     int32_t topk_checked;       /* 1 when the top-k gate ran */
     int32_t vacuous;            /* 1 when the comparison could not show anything (see header) */
     uint32_t failed_gates;      /* ATTEST_GATE_BIT mask */
+    uint64_t finite_pairs;      /* compared pairs with both sides finite (element-gate base) */
+    double atol_effective;      /* the atol the element gate used (see atol_ref_scale) */
+    int32_t topk_worst_row;     /* row with the lowest recall (-1 when not run) */
 } attest_tensor_metrics;
 
 /* Compares a candidate tensor (dtype F32 or BF16; its bits are read, never converted lossy) with
  * reference doubles. `compare_mask` (NULL = all) marks elements to compare; `shape`/`rank` give
- * coordinates. `poison_bits` is the output poison pattern (for the unwritten gate). */
+ * coordinates (NULL/0: flat). `poison_bits` is the output poison pattern (for the unwritten gate;
+ * bf16 compares its low 16 bits). Overwrites *m except m->output, which the caller names; the
+ * top-k fields are left "not run". Returns ATTEST_ERR_INVALID_ARGUMENT on a bad dtype, shape or
+ * tolerance; a mismatch is recorded in m->failed_gates, never returned. */
 attest_status attest_compare_tensor(const double *ref, const void *cand, attest_dtype cand_dtype,
                                     size_t count, const int64_t *shape, int32_t rank,
                                     const uint8_t *compare_mask, uint32_t poison_bits,
@@ -102,14 +115,30 @@ attest_status attest_compare_tensor(const double *ref, const void *cand, attest_
 /* Tie-aware top-k comparison of one row. ref_scores are the reference logits of the row (len
  * valid positions); cand_set / ref_set hold k logical positions each (-1 = empty slot). Scores of
  * both sets are recomputed from ref_scores; a candidate position not in ref_set still counts as a
- * hit when its score is within tie tolerance of the k-th reference score. Writes recall (hits /
- * valid reference slots; 1.0 when both are empty) and returns ATTEST_ERR_INVALID_ARGUMENT on a
- * candidate position outside [0, len) or a duplicate (the caller records that as a failure). */
+ * hit when its score is within tie tolerance of the k-th reference score (>= kth - max(tie_atol,
+ * tie_rtol*|kth|)) AND it stands in for a missed reference position that is itself a tie (score
+ * <= kth + that tolerance): swapping a clearly-top position for a tie is still a miss. Writes
+ * recall (hits / valid reference slots; 1.0 when both are empty, 0.0 when only the reference is)
+ * and returns ATTEST_ERR_INVALID_ARGUMENT on a candidate position outside [0, len) or a duplicate
+ * (the caller records that as a failure). */
 attest_status attest_compare_topk_row(const double *ref_scores, int32_t len, const int32_t *cand_set,
                                       const int32_t *ref_set, int32_t k, double tie_atol,
                                       double tie_rtol, double *recall) ATTEST_MUST_CHECK;
 
-/* DeepGEMM's lone metric, kept to show what it misses: 1 - 2*sum(rc)/sum(r^2+c^2). */
+/* Runs the top-k gate over `rows` rows of reference logits (row r at ref_logits + r*width, valid
+ * length row_len[r]); cand_sets / ref_sets hold k positions per row. Sets m->topk_checked,
+ * m->topk_recall (the lowest row recall), m->topk_worst_row and the TOPK bit of m->failed_gates
+ * when a row's recall is below tol->topk_min_recall or a candidate row is malformed (recall 0).
+ * The tie band's absolute part is max(topk_tie_atol, 2 * m->atol_effective): run it after
+ * attest_compare_tensor on the same logits, since two scores that may each be off by one element
+ * tolerance may swap. Does nothing when tol->topk_min_recall < 0. Errors only on bad arguments. */
+attest_status attest_compare_topk(const double *ref_logits, int32_t rows, int32_t width,
+                                  const int32_t *row_len, const int32_t *cand_sets,
+                                  const int32_t *ref_sets, int32_t k, const attest_tolerance *tol,
+                                  attest_tensor_metrics *m) ATTEST_MUST_CHECK;
+
+/* DeepGEMM's lone metric, kept to show what it misses: 1 - 2*sum(rc)/sum(r^2+c^2) in double over
+ * the pairs where both are finite; 0 when that denominator is 0. */
 double attest_cosine_difference(const double *ref, const double *cand, size_t count);
 
 #ifdef __cplusplus

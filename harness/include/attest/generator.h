@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "attest/case.h"
+#include "attest/layout.h"
 #include "attest/status.h"
 
 #ifdef __cplusplus
@@ -37,9 +38,45 @@ attest_gen_options attest_gen_defaults(attest_kernel kernel);
 uint64_t attest_case_seed(uint64_t campaign_seed, uint64_t case_index);
 
 /* Draws one case from `seed`: parameters, tensors (placed on the heap), cache bytes (padding and
- * unreferenced slots hold 0xFF poison), indices, lengths. The caller frees with attest_case_free. */
+ * unreferenced slots hold 0xFF poison), indices, lengths. `out` is overwritten (pass a case that
+ * owns no memory). The caller frees with attest_case_free. */
 attest_status attest_generate_case(const attest_gen_options *opt, uint64_t seed, attest_case *out)
     ATTEST_MUST_CHECK;
+
+/* What the generator drew that the case's tensors do not show directly: the per-request lengths
+ * and page tables it wrote the cache through (mla-decode cases carry only physical indices), the
+ * scale policy, and where it put NaN bytes. For tests, case files and reports. */
+typedef struct attest_gen_info {
+    attest_kernel kernel;
+    int32_t b;
+    int32_t *lens;               /* [b] tokens (mla) / compressed positions (indexer) written */
+    int32_t pages_per_req;       /* width of page_table */
+    int32_t *page_table;         /* [b, pages_per_req] physical page (block) of logical page j;
+                                    -1 where a request has no page j (mla) */
+    int32_t *extra_lens;         /* [b] for an mla case with an extra scope, else NULL */
+    int32_t extra_pages_per_req;
+    int32_t *extra_page_table;   /* [b, extra_pages_per_req] or NULL */
+    attest_scale_policy policy;  /* how the cache (both scopes) was quantized */
+    int32_t nan_selected;        /* 1: a NaN byte sits where an output depends on it: decode's
+                                    true answer is NaN there; the indexer's is NaN or, under
+                                    relu(NaN) = 0 (DeepGEMM's kernel order), finite. ~3% */
+    int32_t nan_unselected;      /* NaN bytes placed in written tokens no valid index selects */
+    int32_t sparse_fill;         /* mla: 1 = only tokens a valid index selects were written (the
+                                    rest of each request is poison, as upstream tests do);
+                                    0 = every token [0, lens[b]) was written */
+} attest_gen_info;
+
+/* attest_generate_case plus the info above (info may be NULL). Free info with
+ * attest_gen_info_free. */
+attest_status attest_generate_case_info(const attest_gen_options *opt, uint64_t seed,
+                                        attest_case *out, attest_gen_info *info)
+    ATTEST_MUST_CHECK;
+
+/* Frees the arrays of an info filled by attest_generate_case_info; leaves it zeroed. */
+void attest_gen_info_free(attest_gen_info *info);
+
+/* Returns the policy's short name, e.g. "raw-nonsat", "pow2-flashmla-satfinite" (static). */
+const char *attest_scale_policy_name(const attest_scale_policy *policy);
 
 #ifdef __cplusplus
 }

@@ -58,8 +58,10 @@ attest_status attest_layout_from_name(const char *name, attest_layout_id *id) AT
 uint64_t attest_layout_default_stride(attest_layout_id id, uint32_t page_size);
 
 /* Fills a descriptor. page_stride 0 asks for the default; a non-zero stride must be >= the page
- * payload (and for mla-v4 equal to the default rounding, since kernels derive it). c4-indexer
- * accepts only page_size 64. Returns ATTEST_ERR_INVALID_ARGUMENT with a message otherwise. */
+ * payload, <= ATTEST_LAYOUT_MAX_PAGE_STRIDE and a multiple of 4 (fp32 scales stay aligned in
+ * every page), and for mla-v4 equal to the default rounding, since kernels derive it. Page sizes
+ * are 1..ATTEST_LAYOUT_MAX_PAGE_SIZE; c4-indexer accepts only 64. Returns
+ * ATTEST_ERR_INVALID_ARGUMENT with a message otherwise. */
 attest_status attest_layout_make(attest_layout_id id, uint32_t page_size, uint64_t page_stride,
                                  attest_layout *out) ATTEST_MUST_CHECK;
 
@@ -87,8 +89,10 @@ typedef struct attest_layout_region {
     int is_padding;          /* bytes that belong to no value: must keep the poison pattern */
 } attest_layout_region;
 
-/* Writes the page's regions, in byte order, covering [0, page_stride) with no gap. Returns
- * ATTEST_ERR_INVALID_ARGUMENT if cap is too small (then *count holds the needed number). */
+/* Writes the page's regions, in byte order, covering [0, page_stride) with no gap: one region
+ * per field of every token (mla-v4: 4P + 1 at most; mla-v32: 3P + 1; c4-indexer: 2 + 1) and the
+ * page padding when the stride exceeds the payload. Returns ATTEST_ERR_INVALID_ARGUMENT if cap is
+ * too small or regions is NULL (then *count holds the needed number). */
 attest_status attest_layout_regions(const attest_layout *layout, attest_layout_region *regions,
                                     size_t cap, size_t *count) ATTEST_MUST_CHECK;
 
@@ -98,7 +102,8 @@ int attest_layout_is_padding_byte(const attest_layout *layout, uint64_t offset);
 /* Scale policy used when quantizing logical values into a cache. */
 typedef enum attest_scale_kind {
     ATTEST_SCALE_POW2 = 1,  /* power-of-two scale by a writer's rule (UE8M0 bytes or pow2 fp32) */
-    ATTEST_SCALE_RAW = 2    /* raw fp32 amax/448 (only for layouts that store fp32 scales) */
+    ATTEST_SCALE_RAW = 2    /* raw fp32 max(amax, 1e-4)/448, DeepGEMM's indexer cache rule
+                               (only for layouts that store fp32 scales) */
 } attest_scale_kind;
 
 typedef struct attest_scale_policy {
@@ -109,16 +114,20 @@ typedef struct attest_scale_policy {
 
 /* Quantizes one token's logical values (k_dim floats: fp8_dim values then rope_dim values) into
  * the page at `page_base`, slot t: computes each tile's scale by the policy, writes scales, fp8
- * bytes and bf16 rope at their exact offsets. Touches no other byte. */
+ * bytes (fp8(value / scale), one float32 division) and bf16 rope (RNE) at their exact offsets.
+ * Touches no other byte. Fails on t out of range, an unknown policy, or a raw policy for a layout
+ * that stores UE8M0 scales. */
 attest_status attest_layout_encode_token(const attest_layout *layout, uint8_t *page_base,
                                          uint32_t t, const float *values,
                                          const attest_scale_policy *policy) ATTEST_MUST_CHECK;
 
-/* Dequantizes one token into k_dim doubles: fp8 value * its scale (exact in double), then rope. */
+/* Dequantizes one token into k_dim doubles: fp8 value * its scale (exact in double), then rope.
+ * No checks: the layout comes from attest_layout_make and t < page_size. */
 void attest_layout_decode_token(const attest_layout *layout, const uint8_t *page_base, uint32_t t,
                                 double *values);
 
-/* Returns scale i of token t as a double (UE8M0 decoded or fp32 read little-endian). */
+/* Returns scale i of token t as a double (UE8M0 decoded or fp32 read little-endian), or NaN when
+ * t or i is out of range. */
 double attest_layout_token_scale(const attest_layout *layout, const uint8_t *page_base, uint32_t t,
                                  uint32_t i);
 
@@ -134,13 +143,15 @@ void attest_pool_poison(const attest_layout *layout, uint8_t *pool, uint32_t num
 /* Quantizes num_tokens logical tokens (values [num_tokens, k_dim]) into a pool through a page
  * table: logical token j lives in physical page page_table[j / P], slot j % P. Pages and slots
  * not written keep whatever they held (poison them first). Fails on a page table entry outside
- * [0, num_pages). */
+ * [0, num_pages) and on a physical page named twice among the ceil(num_tokens / P) entries used
+ * (the second would overwrite the first). */
 attest_status attest_pool_encode(const attest_layout *layout, uint8_t *pool, uint32_t num_pages,
                                  const int32_t *page_table, uint64_t num_tokens,
                                  const float *values, const attest_scale_policy *policy)
     ATTEST_MUST_CHECK;
 
-/* Dequantizes num_tokens logical tokens back through the page table into values (doubles). */
+/* Dequantizes num_tokens logical tokens back through the page table into values (doubles).
+ * Fails on a page table entry outside [0, num_pages); repeated pages are fine for reading. */
 attest_status attest_pool_decode(const attest_layout *layout, const uint8_t *pool,
                                  uint32_t num_pages, const int32_t *page_table,
                                  uint64_t num_tokens, double *values) ATTEST_MUST_CHECK;

@@ -34,8 +34,8 @@ uint8_t attest_fp8_encode(float x, attest_fp8_overflow overflow);
 
 #define ATTEST_UE8M0_NAN 0xFFu
 
-/* Returns 2^(bits-127) as a float; 0xFF gives NaN. Values below float's range (bits < 22) are
- * returned as float subnormals or 0 exactly as ml_dtypes does (2^-127 is a float subnormal). */
+/* Returns 2^(bits-127) as a float, exactly as ml_dtypes does; 0xFF gives NaN. Only 0x00 falls
+ * below float's normal range: 2^-127 is returned as the float subnormal 0x00400000. */
 float attest_ue8m0_decode(uint8_t bits);
 
 /* Returns 2^(bits-127) exactly in double (0xFF gives NaN). */
@@ -45,7 +45,8 @@ double attest_ue8m0_decode_f64(uint8_t bits);
 typedef enum attest_ue8m0_writer {
     ATTEST_UE8M0_FLASHMLA = 0, /* scale = max(amax/448, 1e-4), then ceil to a power of two */
     ATTEST_UE8M0_SGLANG = 1,   /* scale = max(amax, 1e-8)/448, then ceil to a power of two */
-    ATTEST_UE8M0_DEEPGEMM = 2  /* scale = amax/448 ceiled to a power of two, byte clamped to [1, 254] */
+    ATTEST_UE8M0_DEEPGEMM = 2  /* scale = amax/448 ceiled to a power of two, byte clamped to [1, 254]
+                                  (ceil_to_ue8m0: zero gives 0x01, NaN and inf give 0xFE) */
 } attest_ue8m0_writer;
 
 /* Returns the UE8M0 byte of `scale` rounded UP to a power of two (ceil of log2), no clamp.
@@ -63,10 +64,12 @@ const char *attest_ue8m0_writer_name(attest_ue8m0_writer writer);
 /* Returns the float value of a bf16 bit pattern (exact). */
 float attest_bf16_decode(uint16_t bits);
 
-/* Returns the bf16 nearest to x, ties to even; NaN stays a (quiet) NaN with its sign. */
+/* Returns the bf16 nearest to x, ties to even; NaN gives the quiet NaN 0x7FC0 with x's sign
+ * (as ml_dtypes; the payload is dropped). */
 uint16_t attest_bf16_encode(float x);
 
-/* Returns the bf16 nearest to a double (rounded once, from double, ties to even). */
+/* Returns the bf16 nearest to a double (rounded once, from double, ties to even; not through
+ * float, which would round twice: ml_dtypes' float64 -> bfloat16 does that). */
 uint16_t attest_bf16_encode_f64(double x);
 
 /* Float bit helpers ------------------------------------------------------------------------ */

@@ -6,6 +6,14 @@
  * Verdict priority when several findings apply: CRASH, TIMEOUT, HARNESS_ERROR, UNSUPPORTED,
  * OUT_OF_BOUNDS_WRITE, INPUT_MODIFIED, NONDETERMINISTIC, MISMATCH, OK. All findings stay in the
  * record's integrity_flags and failed_gates.
+ *
+ * The reference, the candidate and the comparator see the case with the candidate's declared
+ * conventions (masking, lse_convention) in place of the case's. Timings in the record:
+ * ref_seconds the reference; run_seconds the run phase as the caller waits for it (placement,
+ * every re-run with its process round trip and integrity checks; the reference is computed while
+ * the first isolated run is in flight and is not counted twice); compare_seconds the gates.
+ * gen_seconds is left 0 for the caller. case_id counts the cases judged by this runner.
+ * Device candidates: see attest/device.h.
  */
 #ifndef ATTEST_RUNNER_H
 #define ATTEST_RUNNER_H
@@ -19,6 +27,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Output poison: every output element holds this before each run, so an element the candidate
+ * never wrote is caught by the comparator's unwritten gate. Signalling NaNs: no arithmetic
+ * produces them (any operation on a NaN returns a quiet one). */
+#define ATTEST_POISON_F32 0x7FA5A5A5u
+#define ATTEST_POISON_BF16 0x7FA5u
+#define ATTEST_POISON_BYTE 0xA5u /* outputs of other dtypes */
 
 /* Computes the simulated reference of every output tensor of a case (see references/). The
  * runner takes it as a pointer so the harness does not depend on references/. */
@@ -37,7 +52,8 @@ attest_runner_options attest_runner_defaults(void);
 
 typedef struct attest_runner attest_runner; /* opaque */
 
-/* Creates a runner for one candidate (starting its worker when isolated). */
+/* Creates a runner for one candidate; when isolated, its worker is forked with the first case.
+ * options->policy NULL means the embedded default policy; options->reference is required. */
 attest_status attest_runner_create(const attest_candidate *candidate,
                                    const attest_runner_options *options, attest_runner **out)
     ATTEST_MUST_CHECK;
@@ -61,6 +77,13 @@ attest_status attest_runner_judge(attest_runner *runner, const attest_case *c,
 
 /* Stops the worker and frees everything. */
 void attest_runner_destroy(attest_runner *runner);
+
+/* Number of workers forked so far (1 + one per crash or timeout; 0 when not isolated). */
+unsigned long attest_runner_worker_starts(const attest_runner *runner);
+
+/* The device description a device candidate's worker reported ("" for host candidates or
+ * before the first device run), for provenance. */
+const char *attest_runner_device(const attest_runner *runner);
 
 /* Loads a candidate from a plugin: "path/libfoo.so:NAME". The library stays loaded for the life
  * of the process. ATTEST_ERR_NOT_FOUND / ATTEST_ERR_FORMAT with a message on failure. */

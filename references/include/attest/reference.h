@@ -23,23 +23,33 @@ typedef enum attest_ref_mode {
 } attest_ref_mode;
 
 typedef enum attest_indexer_order {
-    ATTEST_INDEXER_ORDER_KERNEL = 0, /* kscale * sum_h w * relu(dot(q, kfp8)): DeepGEMM's kernel */
-    ATTEST_INDEXER_ORDER_README = 1  /* sum_h w * relu(dot(q, kfp8 * kscale)) */
+    /* kscale * sum_h w * fmax(dot(q, kfp8), 0): DeepGEMM's kernel; a NaN dot contributes 0 */
+    ATTEST_INDEXER_ORDER_KERNEL = 0,
+    /* sum_h w * relu(dot(q, kfp8 * kscale)) with torch's relu (NaN stays NaN): the README and
+     * the upstream torch reference; equal to the kernel order for finite kscale > 0 */
+    ATTEST_INDEXER_ORDER_README = 1
 } attest_indexer_order;
 
-/* Indexer logits [b*next_n, max_len] into `logits`. Rows past their valid length (with the MTP
- * causal rule when next_n > 1) hold -inf, 0.0 or NaN (for "unspecified") per params.masking. */
+/* Indexer logits [b*next_n, max_len] into `logits`. Row r is request r / next_n, MTP slot
+ * r % next_n; position t < length reads physical block block_table[b][t / 64], slot t % 64.
+ * Rows past their valid length (attest_indexer_row_length) hold -inf, 0.0 or NaN (for
+ * "unspecified", so nothing can depend on it) per params.masking. True mode computes
+ * sum_h w * fmax(dot(q_true, k_true), 0) with k_true by physical position (order is moot).
+ * Returns ATTEST_ERR_INVALID_ARGUMENT naming the tensor or element for a missing tensor, a
+ * length needing more blocks than block_table has, or a block outside the pool. */
 attest_status attest_ref_indexer_logits(const attest_case *c, attest_ref_mode mode,
                                         attest_indexer_order order, double *logits)
     ATTEST_MUST_CHECK;
 
-/* Valid length of logits row `row` (MTP causal rule applied, clamped to [0, max_len]). */
+/* Valid length of logits row `row`: slot j of a request of length L sees t <= L - next_n + j,
+ * so L - next_n + j + 1, clamped to [0, min(L, max_len)]. 0 for a row outside the batch. */
 int32_t attest_indexer_row_length(const attest_indexer_params *p, const int32_t *context_lens,
                                   int32_t row);
 
 /* Top-k over one row: the k largest of logits[0, len) (ties to the lower position), written in
  * descending score order to idx[0, k), -1 padding. rule ATTEST_TOPK_SHORT_IDENTITY returns
- * 0..len-1 when len <= k. NaN logits are never selected. */
+ * 0..len-1 when len <= k. NaN and -inf logits (masked positions) are never selected by score.
+ * Returns ATTEST_ERR_INVALID_ARGUMENT for a negative len or k. */
 attest_status attest_ref_topk_row(const double *logits, int32_t len, int32_t k,
                                   attest_topk_rule rule, int32_t *idx) ATTEST_MUST_CHECK;
 
@@ -49,8 +59,15 @@ attest_status attest_topk_to_physical(const int32_t *block_table, int32_t blocks
                                       int32_t b, const int32_t *logical, int32_t k,
                                       int32_t *physical) ATTEST_MUST_CHECK;
 
-/* Sparse MLA decode: out [b, s_q, h_q, d_v] and lse [b, s_q, h_q] (natural log). A query with
- * no valid index gives out = 0, lse = +inf. With a sink the LSE follows params.lse_convention. */
+/* Sparse MLA decode: out [b, s_q, h_q, d_v] and lse [b, s_q, h_q] (natural log), spec 6. The
+ * valid keys of both scopes (index != -1 in slots below topk_length / extra_topk_length, which
+ * are clamped to [0, topk]) share one max-subtracted softmax of sm_scale * dot(q, K); V is the
+ * first d_v dims of K. A sink scales out by 1 / (1 + exp(sink - lse)); the LSE follows
+ * params.lse_convention. A query with no valid key gives out = 0 and lse = +inf, under either
+ * convention. Only selected slots are read, so a NaN elsewhere cannot matter; a NaN in a selected
+ * key propagates. True mode reads kv_true / extra_kv_true rows by physical token index. Returns
+ * ATTEST_ERR_INVALID_ARGUMENT naming the element for an index outside [-1, num_pages*P) in a
+ * slot that counts, or naming a missing tensor. */
 attest_status attest_ref_mla_decode(const attest_case *c, attest_ref_mode mode, double *out,
                                     double *lse) ATTEST_MUST_CHECK;
 

@@ -1,0 +1,243 @@
+#include "engine.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attest/reference.h"
+#include "attest/report.h"
+#include "attest/results.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+attest_status attest_engine_reference(const attest_case *c, double **outputs)
+{
+    return attest_ref_compute(c, ATTEST_REF_SIMULATED, outputs);
+}
+
+attest_engine_options attest_engine_defaults(void)
+{
+    attest_engine_options o;
+    memset(&o, 0, sizeof o);
+    o.runner = attest_runner_defaults();
+    o.print_failures = 20;
+    return o;
+}
+
+/* Shell-safe: characters outside this set get the argument single-quoted. */
+static int needs_quotes(const char *s)
+{
+    if (*s == '\0') return 1;
+    for (; *s; s++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=+,-@%",
+                    *s))
+            return 1;
+    return 0;
+}
+
+void attest_engine_command_line(int argc, char **argv, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < argc && len + 1 < cap; i++) {
+        int q = needs_quotes(argv[i]);
+        int n = snprintf(buf + len, cap - len, "%s%s%s%s", i ? " " : "", q ? "'" : "", argv[i],
+                         q ? "'" : "");
+        if (n < 0) break;
+        len += (size_t)n;
+    }
+    if (len >= cap) buf[cap - 1] = '\0';
+}
+
+static void fill_provenance(attest_results_provenance *prov, const attest_job *jobs,
+                            size_t num_jobs, const attest_engine_options *opt)
+{
+    attest_results_provenance_init(prov);
+    const char *kernel = attest_kernel_name(jobs[0].candidate->kernel);
+    size_t len = 0;
+    for (size_t j = 0; j < num_jobs; j++) {
+        if (jobs[j].candidate->kernel != jobs[0].candidate->kernel) kernel = "";
+        int n = snprintf(prov->candidate + len, sizeof prov->candidate - len, "%s%s",
+                         j ? "," : "", jobs[j].candidate->name);
+        if (n > 0 && (size_t)n < sizeof prov->candidate - len) len += (size_t)n;
+        prov->cases_planned += jobs[j].use_case_seed ? 1 : jobs[j].cases;
+    }
+    snprintf(prov->kernel, sizeof prov->kernel, "%s", kernel ? kernel : "");
+    snprintf(prov->policy_name, sizeof prov->policy_name, "%s",
+             attest_policy_name(opt->runner.policy));
+    snprintf(prov->policy_hash, sizeof prov->policy_hash, "%s",
+             attest_policy_hash(opt->runner.policy));
+    snprintf(prov->policy_origin, sizeof prov->policy_origin, "%s",
+             attest_policy_origin(opt->runner.policy));
+    prov->policy_text = attest_policy_text(opt->runner.policy);
+    snprintf(prov->command_line, sizeof prov->command_line, "%s",
+             opt->command_line ? opt->command_line : "");
+    prov->seed = jobs[0].seed;
+}
+
+typedef struct engine_run {
+    const attest_engine_options *opt;
+    FILE *log;
+    attest_results_writer *results;
+    attest_engine_totals *totals;
+    double start, last_progress;
+    uint64_t next_case_id;
+    uint32_t failures_printed;
+} engine_run;
+
+static void print_failure(engine_run *er, const attest_job *job, const attest_case_record *rec)
+{
+    er->failures_printed++;
+    if (er->failures_printed > er->opt->print_failures) return;
+    char replay[1024];
+    if (er->opt->out_path) {
+        attest_results_replay_command(er->opt->out_path, rec->case_id, job->candidate_spec, replay,
+                                      sizeof replay);
+    } else {
+        snprintf(replay, sizeof replay,
+                 "attest run --kernel %s --candidate %s --case-seed 0x%016" PRIx64,
+                 attest_kernel_name(job->candidate->kernel), job->candidate_spec, rec->seed);
+    }
+    if (er->opt->progress) fputs("\r\033[K", stderr);
+    attest_report_failure_line(er->log, rec, replay);
+    if (er->failures_printed == er->opt->print_failures)
+        fprintf(er->log, "(further failures are counted, not printed; see attest show)\n");
+}
+
+static void update_progress(engine_run *er, int final)
+{
+    if (!er->opt->progress) return;
+    double t = now_seconds();
+    if (!final && t - er->last_progress < 0.2) return;
+    er->last_progress = t;
+    attest_report_progress(stderr, er->totals->judged + er->totals->filtered,
+                           er->totals->planned, er->totals->failures, t - er->start);
+}
+
+static attest_status run_job(engine_run *er, const attest_job *job)
+{
+    attest_runner *runner = NULL;
+    ATTEST_FORWARD(attest_runner_create(job->candidate, &er->opt->runner, &runner));
+    attest_status st = ATTEST_OK;
+    const uint64_t n = job->use_case_seed ? 1 : job->cases;
+    for (uint64_t i = 0; i < n && !stop_requested; i++) {
+        const uint64_t seed = job->use_case_seed ? job->case_seed : attest_case_seed(job->seed, i);
+        attest_case c;
+        memset(&c, 0, sizeof c);
+        double t0 = now_seconds();
+        st = attest_generate_case(&job->gen, seed, &c);
+        if (st != ATTEST_OK) {
+            st = attest_fail(st, "cannot generate case %" PRIu64 " (seed 0x%016" PRIx64 "): %s", i,
+                             seed, attest_last_error());
+            break;
+        }
+        double gen_seconds = now_seconds() - t0;
+        char params[ATTEST_PARAM_STRING_MAX];
+        if (attest_case_param_string(&c, params, sizeof params) == ATTEST_OK &&
+            !attest_param_string_matches(params, job->filter)) {
+            er->totals->filtered++;
+            attest_case_free(&c);
+            update_progress(er, 0);
+            continue;
+        }
+        attest_case_record rec;
+        attest_case_outputs kept;
+        memset(&rec, 0, sizeof rec);
+        memset(&kept, 0, sizeof kept);
+        st = attest_runner_judge(runner, &c, &rec, er->results ? &kept : NULL);
+        if (st != ATTEST_OK) {
+            attest_case_free(&c);
+            break;
+        }
+        rec.case_id = er->next_case_id++;
+        rec.gen_seconds = gen_seconds;
+        er->totals->judged++;
+        attest_summary_add(&er->totals->summary, &rec);
+        if (er->results) {
+            st = attest_results_append(er->results, &rec, &c, &kept);
+            if (st != ATTEST_OK) {
+                attest_case_outputs_free(&kept);
+                attest_case_free(&c);
+                break;
+            }
+        }
+        if (attest_verdict_is_failure(rec.verdict)) {
+            er->totals->failures++;
+            print_failure(er, job, &rec);
+            if (er->opt->max_failures && er->totals->failures >= er->opt->max_failures)
+                stop_requested = 1;
+        }
+        attest_case_outputs_free(&kept);
+        attest_case_free(&c);
+        update_progress(er, 0);
+    }
+    attest_runner_destroy(runner);
+    return st;
+}
+
+attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
+                                const attest_engine_options *options, FILE *log,
+                                attest_engine_totals *totals)
+{
+    ATTEST_RETURN_IF(num_jobs == 0, ATTEST_ERR_INVALID_ARGUMENT, "no job to run");
+    memset(totals, 0, sizeof *totals);
+    attest_summary_init(&totals->summary);
+    attest_engine_options opt = *options;
+    attest_policy *own_policy = NULL;
+    if (opt.runner.policy == NULL) {
+        ATTEST_FORWARD(attest_policy_default(&own_policy));
+        opt.runner.policy = own_policy;
+    }
+    if (opt.runner.reference == NULL) opt.runner.reference = attest_engine_reference;
+    for (size_t j = 0; j < num_jobs; j++)
+        totals->planned += jobs[j].use_case_seed ? 1 : jobs[j].cases;
+
+    engine_run er = {.opt = &opt, .log = log, .totals = totals, .start = now_seconds()};
+    attest_status st = ATTEST_OK;
+    if (opt.out_path) {
+        attest_results_provenance prov;
+        fill_provenance(&prov, jobs, num_jobs, &opt);
+        st = attest_results_create(opt.out_path, &prov, NULL, &er.results);
+    }
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    stop_requested = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    for (size_t j = 0; j < num_jobs && st == ATTEST_OK && !stop_requested; j++)
+        st = run_job(&er, &jobs[j]);
+    totals->interrupted = stop_requested != 0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (opt.progress) attest_report_progress_end(stderr);
+    totals->seconds = now_seconds() - er.start;
+    if (er.results) {
+        char saved_error[512];
+        snprintf(saved_error, sizeof saved_error, "%s", attest_last_error());
+        attest_status close_st = attest_results_close(
+            er.results, st == ATTEST_OK && !totals->interrupted ? ATTEST_RESULTS_COMPLETE
+                                                                : ATTEST_RESULTS_INTERRUPTED);
+        if (st == ATTEST_OK) st = close_st;
+        else attest_fail(st, "%s", saved_error); /* the first error is the one to report */
+    }
+    attest_policy_free(own_policy);
+    return st;
+}

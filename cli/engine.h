@@ -1,0 +1,61 @@
+/* attest CLI: the campaign engine shared by `attest run` and `attest campaign`: generates cases
+ * from seeds, judges them with the runner, appends every record to the results file, prints
+ * progress and failing cases as they happen. */
+#ifndef ATTEST_CLI_ENGINE_H
+#define ATTEST_CLI_ENGINE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attest/candidate.h"
+#include "attest/generator.h"
+#include "attest/policy.h"
+#include "attest/report.h"
+#include "attest/runner.h"
+#include "attest/verdict.h"
+
+/* One candidate on `cases` generated cases (or one case when use_case_seed is set). */
+typedef struct attest_job {
+    const attest_candidate *candidate;
+    const char *candidate_spec;  /* as the user wrote it (replay commands repeat it) */
+    attest_gen_options gen;
+    uint64_t cases;
+    uint64_t seed;               /* campaign seed: case i uses attest_case_seed(seed, i) */
+    int use_case_seed;           /* 1: run exactly one case drawn from case_seed */
+    uint64_t case_seed;
+    const char *filter;          /* parameter-string filter ("" or NULL: all) */
+} attest_job;
+
+typedef struct attest_engine_options {
+    attest_runner_options runner; /* policy and reference are filled by the engine if NULL */
+    const char *out_path;          /* results file, or NULL for none */
+    int progress;                  /* 1: a live progress line on stderr */
+    uint32_t print_failures;       /* failing cases printed as they happen (then only counted) */
+    uint64_t max_failures;         /* stop after this many failures (0: never) */
+    const char *command_line;
+} attest_engine_options;
+
+typedef struct attest_engine_totals {
+    uint64_t planned, judged, filtered, failures;
+    attest_summary summary;        /* every judged record, for the end-of-run summary */
+    double seconds;
+    int interrupted;               /* SIGINT/SIGTERM or max_failures stopped it */
+} attest_engine_totals;
+
+/* Returns engine defaults: runner defaults, no results file, progress off, 20 failures printed. */
+attest_engine_options attest_engine_defaults(void);
+
+/* Runs the jobs in order into one results file. Returns a status only when the harness could not
+ * go on (results file unwritable, a case that cannot be generated); failing candidates are
+ * counted in totals. Failures are printed to `log` (stdout for the CLI). */
+attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
+                                const attest_engine_options *options, FILE *log,
+                                attest_engine_totals *totals) ATTEST_MUST_CHECK;
+
+/* The reference the CLI judges with: simulated mode, kernel order. */
+attest_status attest_engine_reference(const attest_case *c, double **outputs);
+
+/* Joins argv into one shell-quoted line (for provenance and replay hints). */
+void attest_engine_command_line(int argc, char **argv, char *buf, size_t cap);
+
+#endif

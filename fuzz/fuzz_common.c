@@ -1,0 +1,114 @@
+#include "fuzz_common.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attest/casefile.h"
+#include "attest/policy.h"
+#include "attest/reference.h"
+#include "attest/registry.h"
+#include "attest/runner.h"
+
+fuzz_input fuzz_input_make(const uint8_t *data, size_t size)
+{
+    fuzz_input in = {data, 0, size};
+    return in;
+}
+
+size_t fuzz_remaining(const fuzz_input *in) { return in->tail - in->head; }
+
+uint64_t fuzz_tail_uint(fuzz_input *in, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n && fuzz_remaining(in) > 0; i++)
+        v |= (uint64_t)in->data[--in->tail] << (8 * i);
+    return v;
+}
+
+uint64_t fuzz_head_uint(fuzz_input *in, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n && fuzz_remaining(in) > 0; i++)
+        v |= (uint64_t)in->data[in->head++] << (8 * i);
+    return v;
+}
+
+const attest_candidate *fuzz_candidate(const char *fallback)
+{
+    static const attest_candidate *cached;
+    if (cached) return cached;
+    const char *spec = getenv("ATTEST_FUZZ_CANDIDATE");
+    if (spec == NULL || *spec == '\0') spec = fallback;
+    if (attest_candidate_resolve(spec, &cached) != ATTEST_OK) {
+        fprintf(stderr, "fuzz: cannot use candidate '%s': %s\n", spec, attest_last_error());
+        abort();
+    }
+    return cached;
+}
+
+static attest_status reference_simulated(const attest_case *c, double **outputs)
+{
+    return attest_ref_compute(c, ATTEST_REF_SIMULATED, outputs);
+}
+
+typedef struct fuzz_state {
+    attest_policy *policy;
+    attest_runner *runner;
+    const attest_candidate *cand;
+    uint64_t judged;
+} fuzz_state;
+
+static fuzz_state state;
+
+static void fuzz_state_init(const attest_candidate *cand)
+{
+    if (state.runner && state.cand == cand) return;
+    if (state.policy == NULL && attest_policy_default(&state.policy) != ATTEST_OK) {
+        fprintf(stderr, "fuzz: default policy: %s\n", attest_last_error());
+        abort();
+    }
+    attest_runner_options opt = attest_runner_defaults();
+    /* In-process and one run: libFuzzer wants the candidate's own crash and speed; nondeterminism
+     * campaigns belong to `attest run --reruns`. */
+    opt.isolate = 0;
+    opt.reruns = 1;
+    opt.policy = state.policy;
+    opt.reference = reference_simulated;
+    if (attest_runner_create(cand, &opt, &state.runner) != ATTEST_OK) {
+        fprintf(stderr, "fuzz: runner: %s\n", attest_last_error());
+        abort();
+    }
+    state.cand = cand;
+}
+
+void fuzz_judge(const char *target, const attest_candidate *cand, attest_case *c)
+{
+    fuzz_state_init(cand);
+    attest_case_record rec;
+    memset(&rec, 0, sizeof rec);
+    if (attest_runner_judge(state.runner, c, &rec, NULL) != ATTEST_OK) {
+        fprintf(stderr, "fuzz: harness error: %s\n", attest_last_error());
+        abort();
+    }
+    state.judged++;
+    fuzz_record_append(&rec);
+    if (!attest_verdict_is_failure(rec.verdict)) return;
+    char gates[128];
+    attest_gate_mask_string(rec.failed_gates, gates, sizeof gates);
+    const char *dir = getenv("ATTEST_FUZZ_ARTIFACTS");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fuzz-%s-%016" PRIx64 ".h5", dir && *dir ? dir : ".", target,
+             c->seed);
+    attest_casefile_extras extras;
+    memset(&extras, 0, sizeof extras);
+    extras.note = "written by an attest fuzz target on a failing verdict";
+    attest_status saved = attest_casefile_save(path, NULL, c, &extras);
+    fprintf(stderr,
+            "fuzz %s: %s (gates: %s) candidate=%s\n  params: %s\n  message: %s\n  case: %s%s\n",
+            target, attest_verdict_name(rec.verdict), gates[0] ? gates : "-", cand->name,
+            rec.params, rec.message, saved == ATTEST_OK ? path : "not saved: ",
+            saved == ATTEST_OK ? "" : attest_last_error());
+    abort();
+}

@@ -1,0 +1,295 @@
+/* attest case files: checked reading and writing of scalar HDF5 attributes.
+ *
+ * Integers are read whatever their size, sign or enum wrapping (h5py stores numpy bools as an
+ * enum), then range-checked here rather than by an HDF5 conversion that would clip silently.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "casefile_internal.h"
+
+/* Attributes ------------------------------------------------------------------------------- */
+
+int attest_cf_attr_exists(hid_t loc, const char *name)
+{
+    htri_t ex = H5Aexists(loc, name);
+    if (ex < 0) {
+        (void)H5Eclear2(H5E_DEFAULT);
+        return -1;
+    }
+    return ex > 0;
+}
+
+/* Opens attribute `name` and checks it holds exactly one value; returns its file type. */
+static attest_status open_scalar_attr(hid_t loc, const char *where, const char *name, hid_t *attr,
+                                      hid_t *type)
+{
+    *attr = H5Aopen(loc, name, H5P_DEFAULT);
+    *type = H5I_INVALID_HID;
+    if (*attr < 0) {
+        (void)H5Eclear2(H5E_DEFAULT);
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: attribute cannot be opened", where, name);
+    }
+    hid_t space = H5Aget_space(*attr);
+    hssize_t npoints = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    H5S_class_t scls = space >= 0 ? H5Sget_simple_extent_type(space) : H5S_NO_CLASS;
+    if (space >= 0) H5Sclose(space);
+    if (scls == H5S_NULL || npoints != 1) {
+        H5Aclose(*attr);
+        *attr = H5I_INVALID_HID;
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: expected one value, found %lld", where, name,
+                           (long long)(scls == H5S_NULL ? 0 : npoints));
+    }
+    *type = H5Aget_type(*attr);
+    if (*type < 0) {
+        H5Aclose(*attr);
+        *attr = H5I_INVALID_HID;
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: attribute type unreadable", where, name);
+    }
+    return ATTEST_OK;
+}
+
+/* Reads an integer or integer-based enum attribute as a signed or unsigned 64-bit value. */
+static attest_status read_attr_integer(hid_t loc, const char *where, const char *name,
+                                       int64_t *sv, uint64_t *uv, int *is_signed)
+{
+    hid_t attr, ftype;
+    ATTEST_FORWARD(open_scalar_attr(loc, where, name, &attr, &ftype));
+    attest_status st = ATTEST_OK;
+    hid_t mtype = H5I_INVALID_HID, base = H5I_INVALID_HID;
+    H5T_class_t cls = H5Tget_class(ftype);
+    char desc[32];
+    attest_cf_describe_type(ftype, desc, sizeof desc);
+    if (cls != H5T_INTEGER && cls != H5T_ENUM) {
+        st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: expected an integer, found %s", where, name, desc);
+        goto done;
+    }
+    mtype = H5Tget_native_type(ftype, H5T_DIR_ASCEND);
+    base = cls == H5T_ENUM ? H5Tget_super(mtype) : H5Tcopy(mtype);
+    if (mtype < 0 || base < 0 || H5Tget_class(base) != H5T_INTEGER || H5Tget_size(mtype) > 8) {
+        st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: unsupported integer type %s", where, name, desc);
+        goto done;
+    }
+    size_t size = H5Tget_size(mtype);
+    int sgn = H5Tget_sign(base) != H5T_SGN_NONE;
+    unsigned char raw[8] = {0};
+    if (H5Aread(attr, mtype, raw) < 0) {
+        char detail[160];
+        attest_cf_h5_detail(detail, sizeof detail);
+        st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
+        goto done;
+    }
+    *is_signed = sgn;
+    if (sgn) {
+        int64_t v = 0;
+        if (size == 1) { int8_t x; memcpy(&x, raw, 1); v = x; }
+        else if (size == 2) { int16_t x; memcpy(&x, raw, 2); v = x; }
+        else if (size == 4) { int32_t x; memcpy(&x, raw, 4); v = x; }
+        else if (size == 8) { memcpy(&v, raw, 8); }
+        else { st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: unsupported integer size", where, name); goto done; }
+        *sv = v;
+        *uv = (uint64_t)v;
+    } else {
+        uint64_t v = 0;
+        if (size == 1) { uint8_t x; memcpy(&x, raw, 1); v = x; }
+        else if (size == 2) { uint16_t x; memcpy(&x, raw, 2); v = x; }
+        else if (size == 4) { uint32_t x; memcpy(&x, raw, 4); v = x; }
+        else if (size == 8) { memcpy(&v, raw, 8); }
+        else { st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: unsupported integer size", where, name); goto done; }
+        *uv = v;
+        *sv = (int64_t)v;
+    }
+done:
+    if (base >= 0) H5Tclose(base);
+    if (mtype >= 0) H5Tclose(mtype);
+    H5Tclose(ftype);
+    H5Aclose(attr);
+    return st;
+}
+
+attest_status attest_cf_read_attr_int(hid_t loc, const char *where, const char *name, int64_t *v)
+{
+    int64_t sv = 0;
+    uint64_t uv = 0;
+    int sgn = 1;
+    ATTEST_FORWARD(read_attr_integer(loc, where, name, &sv, &uv, &sgn));
+    if (!sgn && uv > (uint64_t)INT64_MAX)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: value %llu out of range", where, name,
+                           (unsigned long long)uv);
+    *v = sv;
+    return ATTEST_OK;
+}
+
+attest_status attest_cf_read_attr_u64(hid_t loc, const char *where, const char *name, uint64_t *v)
+{
+    int64_t sv = 0;
+    uint64_t uv = 0;
+    int sgn = 0;
+    ATTEST_FORWARD(read_attr_integer(loc, where, name, &sv, &uv, &sgn));
+    if (sgn && sv < 0)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: negative value %lld", where, name,
+                           (long long)sv);
+    *v = uv;
+    return ATTEST_OK;
+}
+
+attest_status attest_cf_read_attr_double(hid_t loc, const char *where, const char *name, double *v)
+{
+    hid_t attr, ftype;
+    ATTEST_FORWARD(open_scalar_attr(loc, where, name, &attr, &ftype));
+    H5T_class_t cls = H5Tget_class(ftype);
+    H5Tclose(ftype);
+    if (cls == H5T_INTEGER || cls == H5T_ENUM) {
+        H5Aclose(attr);
+        int64_t iv;
+        ATTEST_FORWARD(attest_cf_read_attr_int(loc, where, name, &iv));
+        *v = (double)iv;
+        return ATTEST_OK;
+    }
+    if (cls != H5T_FLOAT) {
+        H5Aclose(attr);
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: expected a number", where, name);
+    }
+    double d = 0;
+    herr_t e = H5Aread(attr, H5T_NATIVE_DOUBLE, &d);
+    H5Aclose(attr);
+    if (e < 0) {
+        char detail[160];
+        attest_cf_h5_detail(detail, sizeof detail);
+        return attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
+    }
+    *v = d;
+    return ATTEST_OK;
+}
+
+attest_status attest_cf_read_attr_string(hid_t loc, const char *where, const char *name, char *buf,
+                                         size_t cap)
+{
+    hid_t attr, ftype;
+    ATTEST_FORWARD(open_scalar_attr(loc, where, name, &attr, &ftype));
+    attest_status st = ATTEST_OK;
+    hid_t mtype = H5I_INVALID_HID;
+    char *tmp = NULL;
+    if (H5Tget_class(ftype) != H5T_STRING) {
+        char desc[32];
+        attest_cf_describe_type(ftype, desc, sizeof desc);
+        st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: expected a string, found %s", where, name, desc);
+        goto done;
+    }
+    htri_t vl = H5Tis_variable_str(ftype);
+    if (vl < 0) {
+        st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: unreadable string type", where, name);
+        goto done;
+    }
+    if (vl) {
+        /* HDF5 does not convert between character sets: read in the file's own. */
+        mtype = H5Tcopy(H5T_C_S1);
+        if (mtype < 0 || H5Tset_size(mtype, H5T_VARIABLE) < 0 ||
+            H5Tset_cset(mtype, H5Tget_cset(ftype)) < 0) {
+            st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot make a string type", where, name);
+            goto done;
+        }
+        char *s = NULL;
+        if (H5Aread(attr, mtype, &s) < 0) {
+            char detail[160];
+            attest_cf_h5_detail(detail, sizeof detail);
+            st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
+            goto done;
+        }
+        if (!s) {
+            buf[0] = '\0';
+        } else {
+            size_t n = strlen(s);
+            if (n >= cap)
+                st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: string of %zu bytes is too long", where,
+                                 name, n);
+            else
+                memcpy(buf, s, n + 1);
+            H5free_memory(s);
+        }
+    } else {
+        size_t n = H5Tget_size(ftype);
+        if (n == 0 || n >= cap) {
+            st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: string of %zu bytes is too long", where,
+                             name, n);
+            goto done;
+        }
+        mtype = H5Tcopy(ftype);
+        tmp = calloc(n + 1, 1);
+        if (mtype < 0 || !tmp) {
+            st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "%s%s: cannot read string", where, name);
+            goto done;
+        }
+        if (H5Aread(attr, mtype, tmp) < 0) {
+            char detail[160];
+            attest_cf_h5_detail(detail, sizeof detail);
+            st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
+            goto done;
+        }
+        tmp[n] = '\0';
+        size_t len = strlen(tmp);
+        while (len > 0 && tmp[len - 1] == ' ') len--; /* space-padded strings */
+        memcpy(buf, tmp, len);
+        buf[len] = '\0';
+    }
+done:
+    free(tmp);
+    if (mtype >= 0) H5Tclose(mtype);
+    H5Tclose(ftype);
+    H5Aclose(attr);
+    return st;
+}
+
+static attest_status write_attr(hid_t loc, const char *where, const char *name, hid_t ftype,
+                                hid_t mtype, const void *value)
+{
+    if (attest_cf_attr_exists(loc, name) == 1 && H5Adelete(loc, name) < 0)
+        return attest_fail(ATTEST_ERR_IO, "%s%s: cannot replace attribute", where, name);
+    hid_t space = H5Screate(H5S_SCALAR);
+    if (space < 0) return attest_fail(ATTEST_ERR_IO, "%s%s: cannot create dataspace", where, name);
+    hid_t attr = H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Sclose(space);
+    if (attr < 0) {
+        char detail[160];
+        attest_cf_h5_detail(detail, sizeof detail);
+        return attest_fail(ATTEST_ERR_IO, "%s%s: cannot create attribute: %s", where, name, detail);
+    }
+    herr_t e = H5Awrite(attr, mtype, value);
+    herr_t c = H5Aclose(attr);
+    if (e < 0 || c < 0) {
+        char detail[160];
+        attest_cf_h5_detail(detail, sizeof detail);
+        return attest_fail(ATTEST_ERR_IO, "%s%s: cannot write attribute: %s", where, name, detail);
+    }
+    return ATTEST_OK;
+}
+
+attest_status attest_cf_write_attr_int(hid_t loc, const char *where, const char *name, int64_t v)
+{
+    return write_attr(loc, where, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+}
+
+attest_status attest_cf_write_attr_u64(hid_t loc, const char *where, const char *name, uint64_t v)
+{
+    return write_attr(loc, where, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v);
+}
+
+attest_status attest_cf_write_attr_double(hid_t loc, const char *where, const char *name, double v)
+{
+    return write_attr(loc, where, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
+
+attest_status attest_cf_write_attr_string(hid_t loc, const char *where, const char *name,
+                                          const char *v)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0 || H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
+        if (t >= 0) H5Tclose(t);
+        return attest_fail(ATTEST_ERR_IO, "%s%s: cannot make a string type", where, name);
+    }
+    const char *value = v ? v : "";
+    attest_status st = write_attr(loc, where, name, t, t, &value);
+    H5Tclose(t);
+    return st;
+}

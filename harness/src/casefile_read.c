@@ -1,0 +1,601 @@
+/* attest case files: reading and validating a case, and listing the cases of a file.
+ *
+ * The order of checks gives the most useful message first: the kind, then each parameter (type,
+ * range, defaults), then the parameters together (attest_case_define_tensors), then each dataset
+ * (presence, dtype, shape) before any data is read, then the data (attest_case_check_inputs).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attest/casefile_h5.h"
+#include "casefile_internal.h"
+
+/* A case larger than this is taken for a corrupt file, not a test. */
+#define MAX_CASE_BYTES (16ull << 30)
+/* Deflate cannot shrink data by more than about 1032:1; a dataset claiming more is corrupt. */
+#define MAX_COMPRESSION_RATIO 1100u
+
+attest_status attest_cf_case_kind(hid_t loc, const char *where, int *is_case, attest_kernel *kernel)
+{
+    char kind[64] = "", kern[64] = "";
+    int has_kind = attest_cf_attr_exists(loc, "kind");
+    int has_kernel = attest_cf_attr_exists(loc, "kernel");
+    *is_case = 0;
+    if (has_kind < 0 || has_kernel < 0)
+        return attest_fail(ATTEST_ERR_FORMAT, "%skind: attributes cannot be listed", where);
+    if (!has_kind && !has_kernel) return ATTEST_OK;
+    if (has_kind) ATTEST_FORWARD(attest_cf_read_attr_string(loc, where, "kind", kind, sizeof kind));
+    if (has_kernel)
+        ATTEST_FORWARD(attest_cf_read_attr_string(loc, where, "kernel", kern, sizeof kern));
+    if (has_kind && has_kernel && strcmp(kind, kern))
+        return attest_fail(ATTEST_ERR_FORMAT, "%skernel: '%s' disagrees with kind '%s'", where,
+                           kern, kind);
+    const char *name = has_kind ? kind : kern;
+    if (attest_kernel_from_name(name, kernel) != ATTEST_OK)
+        return attest_fail(ATTEST_ERR_FORMAT,
+                           "%s%s: unknown kernel family '%s' (expected indexer or mla-decode)",
+                           where, has_kind ? "kind" : "kernel", name);
+    *is_case = 1;
+    return ATTEST_OK;
+}
+
+/* Parameter readers --------------------------------------------------------------------------- */
+
+typedef struct reader {
+    hid_t loc;
+    const char *where;
+} reader;
+
+static int has_attr(const reader *r, const char *name)
+{
+    return attest_cf_attr_exists(r->loc, name) == 1;
+}
+
+static int has_dset(const reader *r, const char *name)
+{
+    return attest_cf_link_exists(r->loc, name) == 1;
+}
+
+static attest_status get_i64(const reader *r, const char *name, int required, int64_t def,
+                             int64_t *v)
+{
+    if (!has_attr(r, name)) {
+        if (required)
+            return attest_fail(ATTEST_ERR_FORMAT, "%s%s: required attribute is missing", r->where,
+                               name);
+        *v = def;
+        return ATTEST_OK;
+    }
+    return attest_cf_read_attr_int(r->loc, r->where, name, v);
+}
+
+static attest_status get_i32(const reader *r, const char *name, int required, int32_t def,
+                             int32_t *v)
+{
+    int64_t x;
+    ATTEST_FORWARD(get_i64(r, name, required, def, &x));
+    if (x < INT32_MIN || x > INT32_MAX)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: value %lld out of range", r->where, name,
+                           (long long)x);
+    *v = (int32_t)x;
+    return ATTEST_OK;
+}
+
+/* A has_* flag: absent means "derived from the dataset's presence"; present must be 0 or 1 and
+ * agree with the dataset. */
+static attest_status get_flag(const reader *r, const char *flag, const char *dset, int32_t *v)
+{
+    int present = has_dset(r, dset);
+    if (!has_attr(r, flag)) {
+        *v = present;
+        return ATTEST_OK;
+    }
+    int64_t x;
+    ATTEST_FORWARD(attest_cf_read_attr_int(r->loc, r->where, flag, &x));
+    if (x != 0 && x != 1)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: %lld, expected 0 or 1", r->where, flag,
+                           (long long)x);
+    if (x && !present)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: required dataset is missing (%s = 1)",
+                           r->where, dset, flag);
+    if (!x && present)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: present but %s = 0", r->where, dset, flag);
+    *v = (int32_t)x;
+    return ATTEST_OK;
+}
+
+/* Reads an enum stored as a string by matching the names a function gives for 0..n-1. */
+static attest_status get_enum(const reader *r, const char *name, int def, int n,
+                              const char *(*name_of)(int), const char *expected, int *v)
+{
+    if (!has_attr(r, name)) {
+        *v = def;
+        return ATTEST_OK;
+    }
+    char s[64];
+    ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, name, s, sizeof s));
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, name_of(i))) {
+            *v = i;
+            return ATTEST_OK;
+        }
+    return attest_fail(ATTEST_ERR_FORMAT, "%s%s: unknown value '%s' (expected %s)", r->where, name,
+                       s, expected);
+}
+
+static const char *masking_name(int i) { return attest_masking_name((attest_masking)i); }
+static const char *lse_name(int i) { return attest_lse_convention_name((attest_lse_convention)i); }
+static const char *rule_name(int i) { return attest_cf_topk_rule_name((attest_topk_rule)i); }
+
+/* Reads a fixed attribute that, when present, must hold one value. */
+static attest_status check_fixed(const reader *r, const char *name, int64_t want)
+{
+    if (!has_attr(r, name)) return ATTEST_OK;
+    int64_t x;
+    ATTEST_FORWARD(attest_cf_read_attr_int(r->loc, r->where, name, &x));
+    if (x != want)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: %lld, the c4-indexer layout fixes it at %lld",
+                           r->where, name, (long long)x, (long long)want);
+    return ATTEST_OK;
+}
+
+static attest_status read_indexer_params(const reader *r, attest_indexer_params *p, int *truth)
+{
+    if (has_attr(r, "layout")) {
+        char s[64];
+        ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, "layout", s, sizeof s));
+        if (strcmp(s, "c4-indexer"))
+            return attest_fail(ATTEST_ERR_FORMAT, "%slayout: '%s', an indexer case uses c4-indexer",
+                               r->where, s);
+    }
+    ATTEST_FORWARD(check_fixed(r, "block_size", ATTEST_INDEXER_BLOCK));
+    ATTEST_FORWARD(check_fixed(r, "block_bytes", 8448));
+    ATTEST_FORWARD(get_i32(r, "num_blocks", 1, 0, &p->num_blocks));
+    ATTEST_FORWARD(get_i32(r, "b", 1, 0, &p->b));
+    ATTEST_FORWARD(get_i32(r, "next_n", 0, 1, &p->next_n));
+    ATTEST_FORWARD(get_i32(r, "heads", 1, 0, &p->heads));
+    ATTEST_FORWARD(get_i32(r, "head_dim", 0, 128, &p->head_dim));
+    ATTEST_FORWARD(get_i32(r, "max_len", 1, 0, &p->max_len));
+    if (has_attr(r, "blocks_per_req")) {
+        ATTEST_FORWARD(get_i32(r, "blocks_per_req", 1, 0, &p->blocks_per_req));
+    } else if (has_dset(r, "block_table")) {
+        /* The oracle schema leaves the table's width implicit. */
+        hid_t d = H5Dopen2(r->loc, "block_table", H5P_DEFAULT);
+        if (d < 0) return attest_fail(ATTEST_ERR_FORMAT, "%sblock_table: not a dataset", r->where);
+        attest_cf_dset_info info;
+        attest_status st = attest_cf_dset_describe(d, r->where, "block_table", &info);
+        H5Dclose(d);
+        ATTEST_FORWARD(st);
+        if (info.rank != 2 || info.dims[1] < 1 || info.dims[1] > INT32_MAX)
+            return attest_fail(ATTEST_ERR_FORMAT,
+                               "%sblock_table: rank %d, expected [b, blocks_per_req]", r->where,
+                               info.rank);
+        p->blocks_per_req = (int32_t)info.dims[1];
+    } else {
+        return attest_fail(ATTEST_ERR_FORMAT, "%sblock_table: required dataset is missing",
+                           r->where);
+    }
+    int v;
+    ATTEST_FORWARD(get_enum(r, "masking", ATTEST_MASK_NEG_INF, 3, masking_name,
+                            "-inf, 0.0 or unspecified", &v));
+    p->masking = (attest_masking)v;
+    ATTEST_FORWARD(get_i32(r, "topk", 0, 0, &p->topk));
+    ATTEST_FORWARD(get_enum(r, "topk_rule", ATTEST_TOPK_BY_SCORE, 2, rule_name,
+                            "by_score or short_identity", &v));
+    p->topk_rule = (attest_topk_rule)v;
+    int kt = has_dset(r, "k_true"), qt = has_dset(r, "q_true");
+    if (kt != qt)
+        return attest_fail(ATTEST_ERR_FORMAT,
+                           "%s%s: required dataset is missing (the truth tensors come together)",
+                           r->where, kt ? "q_true" : "k_true");
+    *truth = kt;
+    return ATTEST_OK;
+}
+
+static attest_status read_pool(const reader *r, const char *prefix, attest_layout_id layout,
+                               int32_t *page_size, int64_t *page_stride, int32_t *num_pages)
+{
+    char name[48];
+    snprintf(name, sizeof name, "%spage_size", prefix);
+    ATTEST_FORWARD(get_i32(r, name, 1, 0, page_size));
+    snprintf(name, sizeof name, "%snum_pages", prefix);
+    ATTEST_FORWARD(get_i32(r, name, 1, 0, num_pages));
+    snprintf(name, sizeof name, "%spage_stride", prefix);
+    ATTEST_FORWARD(get_i64(r, name, 0, 0, page_stride));
+    if (*page_size <= 0 || (uint32_t)*page_size > ATTEST_LAYOUT_MAX_PAGE_SIZE)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%spage_size: %d is outside [1, %u]", r->where,
+                           prefix, *page_size, ATTEST_LAYOUT_MAX_PAGE_SIZE);
+    if (*page_stride < 0)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: %lld is negative", r->where, name,
+                           (long long)*page_stride);
+    /* The stride must hold a page's payload; attest_layout_make says so in its own words. */
+    attest_layout L;
+    if (attest_layout_make(layout, (uint32_t)*page_size, (uint64_t)*page_stride, &L) != ATTEST_OK)
+        return attest_cf_rewrap(ATTEST_ERR_FORMAT, r->where, *page_stride ? name : "page_size");
+    *page_stride = (int64_t)L.page_stride;
+    return ATTEST_OK;
+}
+
+static attest_status read_mla_params(const reader *r, attest_mla_params *p, int *truth)
+{
+    char s[64];
+    if (!has_attr(r, "layout"))
+        return attest_fail(ATTEST_ERR_FORMAT, "%slayout: required attribute is missing", r->where);
+    ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, "layout", s, sizeof s));
+    attest_layout_id id;
+    if (attest_layout_from_name(s, &id) != ATTEST_OK ||
+        (id != ATTEST_LAYOUT_MLA_V4 && id != ATTEST_LAYOUT_MLA_V32))
+        return attest_fail(ATTEST_ERR_FORMAT, "%slayout: '%s', expected mla-v4 or mla-v32",
+                           r->where, s);
+    p->layout = id;
+    ATTEST_FORWARD(read_pool(r, "", id, &p->page_size, &p->page_stride, &p->num_pages));
+    attest_layout L;
+    if (attest_layout_make(id, (uint32_t)p->page_size, (uint64_t)p->page_stride, &L) != ATTEST_OK)
+        return attest_cf_rewrap(ATTEST_ERR_FORMAT, r->where, "page_stride");
+    ATTEST_FORWARD(get_i32(r, "b", 1, 0, &p->b));
+    ATTEST_FORWARD(get_i32(r, "s_q", 1, 0, &p->s_q));
+    ATTEST_FORWARD(get_i32(r, "h_q", 1, 0, &p->h_q));
+    ATTEST_FORWARD(get_i32(r, "d_qk", 0, (int32_t)L.k_dim, &p->d_qk));
+    ATTEST_FORWARD(get_i32(r, "d_v", 0, (int32_t)L.v_dim, &p->d_v));
+    ATTEST_FORWARD(get_i32(r, "topk", 1, 0, &p->topk));
+    double scale = p->d_qk > 0 ? 1.0 / sqrt((double)p->d_qk) : 0.0;
+    if (has_attr(r, "sm_scale"))
+        ATTEST_FORWARD(attest_cf_read_attr_double(r->loc, r->where, "sm_scale", &scale));
+    if (!(scale > 0.0 && scale < 1e30))
+        return attest_fail(ATTEST_ERR_FORMAT, "%ssm_scale: %g must be positive and finite",
+                           r->where, scale);
+    p->sm_scale = (float)scale;
+    int v;
+    ATTEST_FORWARD(get_enum(r, "lse_convention", ATTEST_LSE_EXCLUDES_SINK, 2, lse_name,
+                            "excludes_sink or includes_sink", &v));
+    p->lse_convention = (attest_lse_convention)v;
+    ATTEST_FORWARD(get_flag(r, "has_topk_length", "topk_length", &p->has_topk_length));
+    ATTEST_FORWARD(get_flag(r, "has_sink", "attn_sink", &p->has_sink));
+    ATTEST_FORWARD(get_flag(r, "has_extra", "extra_cache_bytes", &p->has_extra));
+    if (p->has_extra) {
+        ATTEST_FORWARD(read_pool(r, "extra_", id, &p->extra_page_size, &p->extra_page_stride,
+                                 &p->extra_num_pages));
+        ATTEST_FORWARD(get_i32(r, "extra_topk", 1, 0, &p->extra_topk));
+        if (!has_dset(r, "extra_indices"))
+            return attest_fail(ATTEST_ERR_FORMAT, "%sextra_indices: required dataset is missing",
+                               r->where);
+        ATTEST_FORWARD(get_flag(r, "has_extra_topk_length", "extra_topk_length",
+                                &p->has_extra_topk_length));
+    } else {
+        /* Half an extra scope is a mistake, never something to ignore. */
+        static const char *const extra_fields[] = {"extra_indices", "extra_topk_length",
+                                                   "extra_kv_true"};
+        for (size_t i = 0; i < sizeof extra_fields / sizeof extra_fields[0]; i++)
+            if (has_dset(r, extra_fields[i]))
+                return attest_fail(ATTEST_ERR_FORMAT,
+                                   "%s%s: present without extra_cache_bytes", r->where,
+                                   extra_fields[i]);
+        static const char *const extra_attrs[] = {"extra_page_size", "extra_num_pages",
+                                                  "extra_topk", "extra_page_stride"};
+        for (size_t i = 0; i < sizeof extra_attrs / sizeof extra_attrs[0]; i++)
+            if (has_attr(r, extra_attrs[i]))
+                return attest_fail(ATTEST_ERR_FORMAT,
+                                   "%sextra_cache_bytes: required dataset is missing (%s is set)",
+                                   r->where, extra_attrs[i]);
+    }
+    int kv = has_dset(r, "kv_true");
+    int ekv = p->has_extra ? has_dset(r, "extra_kv_true") : kv;
+    if (kv != ekv)
+        return attest_fail(ATTEST_ERR_FORMAT,
+                           "%s%s: required dataset is missing (the truth tensors come together)",
+                           r->where, kv ? "extra_kv_true" : "kv_true");
+    *truth = kv;
+    return ATTEST_OK;
+}
+
+/* Datasets ------------------------------------------------------------------------------------ */
+
+/* The parameters each tensor's shape is made of, for messages. */
+static const char *shape_names(const attest_case *c, const char *name)
+{
+    static const struct {
+        attest_kernel k;
+        const char *name, *dims;
+    } table[] = {
+        {ATTEST_KERNEL_INDEXER, "cache_bytes", "num_blocks, 8448"},
+        {ATTEST_KERNEL_INDEXER, "block_table", "b, blocks_per_req"},
+        {ATTEST_KERNEL_INDEXER, "context_lens", "b"},
+        {ATTEST_KERNEL_INDEXER, "q_fp8", "b, next_n, heads, head_dim"},
+        {ATTEST_KERNEL_INDEXER, "weights", "b*next_n, heads"},
+        {ATTEST_KERNEL_INDEXER, "k_true", "num_blocks*64, head_dim"},
+        {ATTEST_KERNEL_INDEXER, "q_true", "b, next_n, heads, head_dim"},
+        {ATTEST_KERNEL_MLA_DECODE, "cache_bytes", "num_pages*page_stride"},
+        {ATTEST_KERNEL_MLA_DECODE, "q_bf16", "b, s_q, h_q, d_qk"},
+        {ATTEST_KERNEL_MLA_DECODE, "indices", "b, s_q, topk"},
+        {ATTEST_KERNEL_MLA_DECODE, "topk_length", "b"},
+        {ATTEST_KERNEL_MLA_DECODE, "attn_sink", "h_q"},
+        {ATTEST_KERNEL_MLA_DECODE, "extra_cache_bytes", "extra_num_pages*extra_page_stride"},
+        {ATTEST_KERNEL_MLA_DECODE, "extra_indices", "b, s_q, extra_topk"},
+        {ATTEST_KERNEL_MLA_DECODE, "extra_topk_length", "b"},
+        {ATTEST_KERNEL_MLA_DECODE, "kv_true", "num_pages*page_size, d_qk"},
+        {ATTEST_KERNEL_MLA_DECODE, "extra_kv_true", "extra_num_pages*extra_page_size, d_qk"},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (table[i].k == c->kernel && !strcmp(table[i].name, name)) return table[i].dims;
+    return "from the parameters";
+}
+
+static void format_dims(char *buf, size_t cap, int rank, const int64_t *dims)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    len += (size_t)snprintf(buf + len, cap - len, "[");
+    for (int i = 0; i < rank && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+}
+
+static const char *dtype_expected(attest_dtype d)
+{
+    return d == ATTEST_DTYPE_BF16 ? "uint16 (bf16 bit patterns)" : attest_dtype_name(d);
+}
+
+/* The pool rows a cache dataset may also be shaped as: [pages, stride] instead of [bytes]. */
+static void cache_rows(const attest_case *c, const char *name, int64_t *pages, int64_t *stride)
+{
+    *pages = *stride = -1;
+    if (c->kernel == ATTEST_KERNEL_INDEXER && !strcmp(name, "cache_bytes")) {
+        *pages = c->params.indexer.num_blocks;
+        *stride = 8448;
+    } else if (c->kernel == ATTEST_KERNEL_MLA_DECODE && !strcmp(name, "cache_bytes")) {
+        *pages = c->params.mla.num_pages;
+        *stride = c->params.mla.page_stride;
+    } else if (c->kernel == ATTEST_KERNEL_MLA_DECODE && !strcmp(name, "extra_cache_bytes")) {
+        *pages = c->params.mla.extra_num_pages;
+        *stride = c->params.mla.extra_page_stride;
+    }
+}
+
+static int shape_ok(const attest_case *c, const attest_tensor *t, const attest_cf_dset_info *info)
+{
+    if (info->rank == t->rank) {
+        int same = 1;
+        for (int i = 0; i < t->rank; i++) same &= info->dims[i] == t->shape[i];
+        if (same) return 1;
+    }
+    int64_t pages, stride;
+    cache_rows(c, t->name, &pages, &stride);
+    if (pages < 0) return 0;
+    if (info->rank == 1) return info->dims[0] == pages * stride;
+    return info->rank == 2 && info->dims[0] == pages && info->dims[1] == stride;
+}
+
+/* Rejects storage that would let a small file claim a huge tensor or read other files. */
+static attest_status check_storage(hid_t d, const char *where, const char *name, size_t nbytes)
+{
+    hid_t dcpl = H5Dget_create_plist(d);
+    if (dcpl < 0) return attest_fail(ATTEST_ERR_FORMAT, "%s%s: creation properties unreadable", where, name);
+    H5D_layout_t layout = H5Pget_layout(dcpl);
+    int external = H5Pget_external_count(dcpl);
+    int nfilters = H5Pget_nfilters(dcpl);
+    H5Pclose(dcpl);
+    (void)H5Eclear2(H5E_DEFAULT);
+    if (external != 0)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: data in external files is not accepted",
+                           where, name);
+    if (layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED && layout != H5D_COMPACT)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: unsupported storage layout (virtual?)", where,
+                           name);
+    if (nbytes < (1u << 20)) return ATTEST_OK;
+    hsize_t stored = H5Dget_storage_size(d);
+    hsize_t need = nfilters > 0 ? nbytes / MAX_COMPRESSION_RATIO : nbytes;
+    if (stored < need)
+        return attest_fail(ATTEST_ERR_FORMAT,
+                           "%s%s: only %llu bytes stored for %zu bytes of data (unwritten or "
+                           "corrupt)",
+                           where, name, (unsigned long long)stored, nbytes);
+    return ATTEST_OK;
+}
+
+static attest_status check_dataset(const attest_case *c, hid_t loc, const char *where,
+                                   const attest_tensor *t, hid_t *out, attest_cf_dset_info *info)
+{
+    *out = H5I_INVALID_HID;
+    if (!attest_cf_link_exists(loc, t->name))
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: required dataset is missing", where, t->name);
+    hid_t d = H5Dopen2(loc, t->name, H5P_DEFAULT);
+    if (d < 0) {
+        (void)H5Eclear2(H5E_DEFAULT);
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: not a dataset", where, t->name);
+    }
+    attest_status st = attest_cf_dset_describe(d, where, t->name, info);
+    if (st == ATTEST_OK && attest_cf_dtype_of(info) != t->dtype)
+        st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: dtype %s, expected %s", where, t->name,
+                         info->type_desc, dtype_expected(t->dtype));
+    if (st == ATTEST_OK && !shape_ok(c, t, info)) {
+        char have[96], want[96];
+        format_dims(have, sizeof have, info->rank, info->dims);
+        format_dims(want, sizeof want, t->rank, t->shape);
+        st = attest_fail(ATTEST_ERR_FORMAT,
+                         "%s%s: shape %s disagrees with the attributes, expected %s (%s)", where,
+                         t->name, have, want, shape_names(c, t->name));
+    }
+    if (st == ATTEST_OK) st = check_storage(d, where, t->name, t->nbytes);
+    if (st != ATTEST_OK) {
+        H5Dclose(d);
+        return st;
+    }
+    *out = d;
+    return ATTEST_OK;
+}
+
+attest_status attest_cf_read_case(hid_t loc, const char *where, attest_case *out)
+{
+    memset(out, 0, sizeof *out);
+    attest_case c;
+    memset(&c, 0, sizeof c);
+    int is_case = 0;
+    ATTEST_FORWARD(attest_cf_case_kind(loc, where, &is_case, &c.kernel));
+    if (!is_case)
+        return attest_fail(ATTEST_ERR_FORMAT,
+                           "%skind: required attribute is missing (not a case: no 'kind' or "
+                           "'kernel')",
+                           where);
+    reader r = {loc, where};
+    int64_t version = 1;
+    ATTEST_FORWARD(get_i64(&r, "attest_schema_version", 0, 1, &version));
+    if (version < 1 || version > ATTEST_CASEFILE_SCHEMA_VERSION)
+        return attest_fail(ATTEST_ERR_FORMAT,
+                           "%sattest_schema_version: %lld, this attest reads versions 1 to %d",
+                           where, (long long)version, ATTEST_CASEFILE_SCHEMA_VERSION);
+    if (has_attr(&r, "seed")) ATTEST_FORWARD(attest_cf_read_attr_u64(loc, where, "seed", &c.seed));
+    int truth = 0;
+    if (c.kernel == ATTEST_KERNEL_INDEXER)
+        ATTEST_FORWARD(read_indexer_params(&r, &c.params.indexer, &truth));
+    else
+        ATTEST_FORWARD(read_mla_params(&r, &c.params.mla, &truth));
+    if (attest_case_define_tensors(&c, truth) != ATTEST_OK)
+        return attest_cf_rewrap(ATTEST_ERR_FORMAT, where, NULL);
+
+    hid_t dsets[ATTEST_CASE_MAX_TENSORS];
+    attest_cf_dset_info infos[ATTEST_CASE_MAX_TENSORS];
+    for (size_t i = 0; i < ATTEST_CASE_MAX_TENSORS; i++) dsets[i] = H5I_INVALID_HID;
+    attest_status st = ATTEST_OK;
+    unsigned long long total = 0;
+    for (size_t i = 0; i < c.num_tensors && st == ATTEST_OK; i++) {
+        total += c.tensors[i].nbytes;
+        if (c.tensors[i].role == ATTEST_ROLE_OUTPUT) continue;
+        st = check_dataset(&c, loc, where, &c.tensors[i], &dsets[i], &infos[i]);
+    }
+    if (st == ATTEST_OK && total > MAX_CASE_BYTES)
+        st = attest_fail(ATTEST_ERR_FORMAT, "%s%llu bytes of tensors, more than a case may hold",
+                         where, total);
+    if (st == ATTEST_OK) st = attest_case_alloc_heap(&c);
+    for (size_t i = 0; i < c.num_tensors && st == ATTEST_OK; i++) {
+        const attest_tensor *t = &c.tensors[i];
+        if (t->role == ATTEST_ROLE_OUTPUT) continue;
+        st = attest_cf_dset_read(dsets[i], where, t->name, &infos[i], t->dtype, t->data, t->nbytes);
+    }
+    for (size_t i = 0; i < ATTEST_CASE_MAX_TENSORS; i++)
+        if (dsets[i] >= 0) H5Dclose(dsets[i]);
+    if (st == ATTEST_OK && attest_case_check_inputs(&c) != ATTEST_OK)
+        st = attest_cf_rewrap(ATTEST_ERR_FORMAT, where, NULL);
+    if (st != ATTEST_OK) {
+        attest_case_free(&c);
+        return st;
+    }
+    *out = c;
+    return ATTEST_OK;
+}
+
+attest_status attest_casefile_load(const char *path, const char *group, attest_case *out)
+{
+    if (!out) return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_load: NULL case");
+    memset(out, 0, sizeof *out);
+    if (!path) return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_load: NULL path");
+    attest_cf_quiet q;
+    attest_cf_quiet_begin(&q);
+    hid_t fid = H5I_INVALID_HID, g = H5I_INVALID_HID;
+    attest_status st = attest_cf_open_read(path, &fid);
+    if (st == ATTEST_OK) st = attest_cf_open_group(fid, path, group, &g);
+    if (st == ATTEST_OK) {
+        char where[600];
+        attest_cf_prefix(where, sizeof where, path, group);
+        st = attest_cf_read_case(g, where, out);
+    }
+    if (g >= 0) H5Oclose(g);
+    if (fid >= 0) H5Fclose(fid);
+    attest_cf_quiet_end(&q);
+    return st;
+}
+
+/* Listing ------------------------------------------------------------------------------------- */
+
+#define LIST_MAX_DEPTH 4
+
+typedef struct walker {
+    const char *path;
+    attest_casefile_group_fn fn;
+    void *user;
+    size_t found;
+} walker;
+
+static attest_status walk(walker *w, hid_t loc, const char *prefix, int depth)
+{
+    H5G_info_t gi;
+    if (H5Gget_info(loc, &gi) < 0)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s: group '%s' cannot be listed", w->path,
+                           prefix[0] ? prefix : "/");
+    for (hsize_t i = 0; i < gi.nlinks; i++) {
+        char name[256];
+        ssize_t n = H5Lget_name_by_idx(loc, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
+                                       H5P_DEFAULT);
+        if (n < 0 || (size_t)n >= sizeof name) continue; /* unnamed or absurdly long: not a case */
+        H5L_info_t li;
+        if (H5Lget_info(loc, name, &li, H5P_DEFAULT) < 0 || li.type != H5L_TYPE_HARD) continue;
+        hid_t obj = H5Oopen(loc, name, H5P_DEFAULT);
+        if (obj < 0) continue;
+        if (H5Iget_type(obj) != H5I_GROUP) {
+            H5Oclose(obj);
+            continue;
+        }
+        char full[600];
+        snprintf(full, sizeof full, "%s%s%s", prefix, prefix[0] ? "/" : "", name);
+        char where[700];
+        attest_cf_prefix(where, sizeof where, w->path, full);
+        int is_case = 0;
+        attest_kernel k = ATTEST_KERNEL_INDEXER;
+        attest_status st = attest_cf_case_kind(obj, where, &is_case, &k);
+        if (st == ATTEST_OK && is_case) {
+            w->found++;
+            st = w->fn(full, k, w->user);
+        } else if (st == ATTEST_OK && depth + 1 < LIST_MAX_DEPTH) {
+            st = walk(w, obj, full, depth + 1);
+        }
+        H5Oclose(obj);
+        ATTEST_FORWARD(st);
+    }
+    (void)H5Eclear2(H5E_DEFAULT);
+    return ATTEST_OK;
+}
+
+attest_status attest_casefile_list_groups(const char *path, attest_casefile_group_fn fn, void *user)
+{
+    if (!path || !fn)
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_list_groups: NULL argument");
+    attest_cf_quiet q;
+    attest_cf_quiet_begin(&q);
+    hid_t fid = H5I_INVALID_HID, root = H5I_INVALID_HID;
+    attest_status st = attest_cf_open_read(path, &fid);
+    if (st == ATTEST_OK) st = attest_cf_open_group(fid, path, NULL, &root);
+    walker w = {path, fn, user, 0};
+    if (st == ATTEST_OK) {
+        char where[600];
+        attest_cf_prefix(where, sizeof where, path, NULL);
+        int is_case = 0;
+        attest_kernel k = ATTEST_KERNEL_INDEXER;
+        st = attest_cf_case_kind(root, where, &is_case, &k);
+        if (st == ATTEST_OK && is_case) {
+            w.found = 1;
+            st = fn("/", k, user);
+        } else if (st == ATTEST_OK) {
+            st = walk(&w, root, "", 0);
+        }
+    }
+    if (st == ATTEST_OK && w.found == 0)
+        st = attest_fail(ATTEST_ERR_FORMAT,
+                         "%s: kind: no case in this file (no group has a 'kind' attribute)", path);
+    if (root >= 0) H5Oclose(root);
+    if (fid >= 0) H5Fclose(fid);
+    attest_cf_quiet_end(&q);
+    return st;
+}
+
+attest_status attest_casefile_read_at(hid_t loc, const char *label, attest_case *out)
+{
+    if (!out) return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_read_at: NULL case");
+    char where[600];
+    snprintf(where, sizeof where, "%s/", label ? label : "");
+    attest_cf_quiet q;
+    attest_cf_quiet_begin(&q);
+    attest_status st = attest_cf_read_case(loc, where, out);
+    attest_cf_quiet_end(&q);
+    return st;
+}

@@ -1,0 +1,301 @@
+/* attest case files: writing a case (parameters as attributes, tensors as datasets) and the
+ * optional outputs beside it. The schema is docs/case-format.md.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "attest/casefile_h5.h"
+#include "casefile_internal.h"
+
+const char *attest_cf_topk_rule_name(attest_topk_rule r)
+{
+    switch (r) {
+    case ATTEST_TOPK_BY_SCORE: return "by_score";
+    case ATTEST_TOPK_SHORT_IDENTITY: return "short_identity";
+    }
+    return NULL;
+}
+
+attest_casefile_output attest_casefile_output_of(const attest_tensor *t)
+{
+    attest_casefile_output o;
+    memset(&o, 0, sizeof o);
+    o.name = t->name;
+    o.dtype = t->dtype;
+    o.rank = t->rank;
+    for (int32_t i = 0; i < t->rank && i < ATTEST_TENSOR_MAX_RANK; i++) o.shape[i] = t->shape[i];
+    o.data = t->data;
+    return o;
+}
+
+/* Attribute writers that stop at the first failure: keeps the long attribute lists readable. */
+typedef struct attr_writer {
+    hid_t loc;
+    const char *where;
+    attest_status st;
+} attr_writer;
+
+static void w_int(attr_writer *w, const char *name, int64_t v)
+{
+    if (w->st == ATTEST_OK) w->st = attest_cf_write_attr_int(w->loc, w->where, name, v);
+}
+
+static void w_str(attr_writer *w, const char *name, const char *v)
+{
+    if (w->st == ATTEST_OK) w->st = attest_cf_write_attr_string(w->loc, w->where, name, v);
+}
+
+static void w_double(attr_writer *w, const char *name, double v)
+{
+    if (w->st == ATTEST_OK) w->st = attest_cf_write_attr_double(w->loc, w->where, name, v);
+}
+
+static attest_status write_params(attr_writer *w, const attest_case *c)
+{
+    if (c->kernel == ATTEST_KERNEL_INDEXER) {
+        const attest_indexer_params *p = &c->params.indexer;
+        const char *masking = attest_masking_name(p->masking);
+        const char *rule = attest_cf_topk_rule_name(p->topk_rule);
+        if (!masking || !rule)
+            return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%smasking or topk_rule out of range",
+                               w->where);
+        w_str(w, "layout", "c4-indexer");
+        w_int(w, "block_size", ATTEST_INDEXER_BLOCK);
+        w_int(w, "block_bytes", 8448);
+        w_int(w, "num_blocks", p->num_blocks);
+        w_int(w, "b", p->b);
+        w_int(w, "next_n", p->next_n);
+        w_int(w, "heads", p->heads);
+        w_int(w, "head_dim", p->head_dim);
+        w_int(w, "max_len", p->max_len);
+        w_int(w, "blocks_per_req", p->blocks_per_req);
+        w_str(w, "masking", masking);
+        w_int(w, "topk", p->topk);
+        w_str(w, "topk_rule", rule);
+        return w->st;
+    }
+    const attest_mla_params *p = &c->params.mla;
+    const char *layout = attest_layout_name(p->layout);
+    const char *lse = attest_lse_convention_name(p->lse_convention);
+    if (!layout || !lse)
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%slayout or lse_convention out of range",
+                           w->where);
+    w_str(w, "layout", layout);
+    w_int(w, "page_size", p->page_size);
+    w_int(w, "page_stride", p->page_stride);
+    w_int(w, "num_pages", p->num_pages);
+    w_int(w, "b", p->b);
+    w_int(w, "s_q", p->s_q);
+    w_int(w, "h_q", p->h_q);
+    w_int(w, "d_qk", p->d_qk);
+    w_int(w, "d_v", p->d_v);
+    w_int(w, "topk", p->topk);
+    w_double(w, "sm_scale", (double)p->sm_scale);
+    w_str(w, "lse_convention", lse);
+    w_int(w, "has_topk_length", p->has_topk_length != 0);
+    w_int(w, "has_sink", p->has_sink != 0);
+    w_int(w, "has_extra", p->has_extra != 0);
+    if (p->has_extra) {
+        w_int(w, "extra_page_size", p->extra_page_size);
+        w_int(w, "extra_page_stride", p->extra_page_stride);
+        w_int(w, "extra_num_pages", p->extra_num_pages);
+        w_int(w, "extra_topk", p->extra_topk);
+        w_int(w, "has_extra_topk_length", p->has_extra_topk_length != 0);
+    }
+    return w->st;
+}
+
+/* A stored name must stay inside the case group and must not shadow a case dataset. */
+static attest_status check_output_name(const attest_case *c, const char *where, const char *name,
+                                       int candidate)
+{
+    if (!name || !name[0] || name[0] == '/' || strlen(name) >= 96 || strstr(name, "//") ||
+        strstr(name, "..") || name[strlen(name) - 1] == '/')
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s%s: invalid output name", where,
+                           name ? name : "(null)");
+    if (candidate) return ATTEST_OK;
+    if (!strncmp(name, "candidate/", 10) || !strcmp(name, "candidate"))
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                           "%s%s: expected outputs may not live under candidate/", where, name);
+    for (size_t i = 0; i < c->num_tensors; i++)
+        if (c->tensors[i].role != ATTEST_ROLE_OUTPUT && !strcmp(c->tensors[i].name, name))
+            return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                               "%s%s: an output may not replace the case's %s tensor", where, name,
+                               c->tensors[i].role == ATTEST_ROLE_INPUT ? "input" : "truth");
+    return ATTEST_OK;
+}
+
+static attest_status write_output(hid_t loc, const char *where, const char *prefix,
+                                  const attest_casefile_output *o)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s%s", prefix, o->name);
+    if (attest_dtype_size(o->dtype) == 0)
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s%s: unknown dtype", where, name);
+    return attest_cf_dset_write(loc, where, name, o->dtype, o->rank, o->shape, o->data, 0);
+}
+
+attest_status attest_cf_write_case(hid_t loc, const char *where, const attest_case *c,
+                                   const attest_casefile_extras *x)
+{
+    const char *kernel = attest_kernel_name(c->kernel);
+    if (!kernel) return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%skind: unknown kernel", where);
+    for (size_t i = 0; i < c->num_tensors; i++) {
+        const attest_tensor *t = &c->tensors[i];
+        if (t->role != ATTEST_ROLE_OUTPUT && !t->data)
+            return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s%s: tensor is not placed", where,
+                               t->name);
+    }
+    if (x) {
+        for (size_t i = 0; i < x->num_expected; i++)
+            ATTEST_FORWARD(check_output_name(c, where, x->expected[i].name, 0));
+        for (size_t i = 0; i < x->num_candidate; i++)
+            ATTEST_FORWARD(check_output_name(c, where, x->candidate[i].name, 1));
+    }
+    char params[1024];
+    ATTEST_FORWARD(attest_case_param_string(c, params, sizeof params));
+
+    attr_writer w = {loc, where, ATTEST_OK};
+    w_int(&w, "attest_schema_version", ATTEST_CASEFILE_SCHEMA_VERSION);
+    w_str(&w, "kind", kernel);
+    w_str(&w, "kernel", kernel);
+    if (w.st == ATTEST_OK) w.st = attest_cf_write_attr_u64(loc, where, "seed", c->seed);
+    w_str(&w, "params", params);
+    if (x && x->note) w_str(&w, "note", x->note);
+    if (x && x->replay) w_str(&w, "replay", x->replay);
+    ATTEST_FORWARD(w.st);
+    ATTEST_FORWARD(write_params(&w, c));
+
+    int compress = !(x && x->no_compress);
+    for (size_t i = 0; i < c->num_tensors; i++) {
+        const attest_tensor *t = &c->tensors[i];
+        if (t->role == ATTEST_ROLE_OUTPUT) continue;
+        /* Cache pools are most of a case and compress well (poisoned padding, unused slots). */
+        size_t n = strlen(t->name);
+        int is_cache = n >= 11 && !strcmp(t->name + n - 11, "cache_bytes");
+        ATTEST_FORWARD(attest_cf_dset_write(loc, where, t->name, t->dtype, t->rank, t->shape,
+                                            t->data, compress && is_cache));
+    }
+    if (!x) return ATTEST_OK;
+    for (size_t i = 0; i < x->num_expected; i++)
+        ATTEST_FORWARD(write_output(loc, where, "", &x->expected[i]));
+    if (x->num_candidate > 0 || x->candidate_name) {
+        hid_t g;
+        ATTEST_FORWARD(attest_cf_require_group(loc, where, "candidate", &g));
+        attest_status st = ATTEST_OK;
+        if (x->candidate_name)
+            st = attest_cf_write_attr_string(g, where, "candidate", x->candidate_name);
+        H5Gclose(g);
+        ATTEST_FORWARD(st);
+    }
+    for (size_t i = 0; i < x->num_candidate; i++)
+        ATTEST_FORWARD(write_output(loc, where, "candidate/", &x->candidate[i]));
+    return ATTEST_OK;
+}
+
+static hid_t make_fapl(void)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0) return fapl;
+    if (H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
+        H5Pclose(fapl);
+        return H5I_INVALID_HID;
+    }
+    return fapl;
+}
+
+/* Opens the file for adding a group: an existing file read-write, else a new one. */
+static attest_status open_for_append(const char *path, hid_t fapl, hid_t *fid)
+{
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        *fid = H5Fopen(path, H5F_ACC_RDWR, fapl);
+        if (*fid < 0) {
+            char detail[200];
+            attest_cf_h5_detail(detail, sizeof detail);
+            return attest_fail(ATTEST_ERR_IO, "%s: cannot open for writing: %s", path, detail);
+        }
+        return ATTEST_OK;
+    }
+    *fid = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+    if (*fid < 0) {
+        char detail[200];
+        attest_cf_h5_detail(detail, sizeof detail);
+        return attest_fail(ATTEST_ERR_IO, "%s: cannot create: %s", path, detail);
+    }
+    return ATTEST_OK;
+}
+
+attest_status attest_casefile_save(const char *path, const char *group, const attest_case *c,
+                                   const attest_casefile_extras *extras)
+{
+    if (!path || !c)
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_save: NULL argument");
+    attest_cf_quiet q;
+    attest_cf_quiet_begin(&q);
+    int root = attest_cf_is_root(group);
+    const char *gname = root ? NULL : (group[0] == '/' ? group + 1 : group);
+    char where[600];
+    attest_cf_prefix(where, sizeof where, path, gname);
+    attest_status st = ATTEST_OK;
+    hid_t fid = H5I_INVALID_HID, loc = H5I_INVALID_HID;
+    int created_group = 0;
+    hid_t fapl = make_fapl();
+    if (fapl < 0) {
+        st = attest_fail(ATTEST_ERR_IO, "%s: cannot create HDF5 file properties", path);
+        goto out;
+    }
+    if (root) {
+        fid = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        if (fid < 0) {
+            char detail[200];
+            attest_cf_h5_detail(detail, sizeof detail);
+            st = attest_fail(ATTEST_ERR_IO, "%s: cannot create: %s", path, detail);
+            goto out;
+        }
+        loc = H5Gopen2(fid, "/", H5P_DEFAULT);
+        if (loc < 0) {
+            st = attest_fail(ATTEST_ERR_IO, "%s: cannot open the root group", path);
+            goto out;
+        }
+    } else {
+        st = open_for_append(path, fapl, &fid);
+        if (st != ATTEST_OK) goto out;
+        if (attest_cf_link_exists(fid, gname)) {
+            st = attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s: group '%s' already exists", path,
+                             gname);
+            goto out;
+        }
+        st = attest_cf_require_group(fid, where, gname, &loc);
+        if (st != ATTEST_OK) goto out;
+        created_group = 1;
+    }
+    st = attest_cf_write_case(loc, where, c, extras);
+out:
+    if (loc >= 0) H5Gclose(loc);
+    if (st != ATTEST_OK && created_group && fid >= 0) (void)H5Ldelete(fid, gname, H5P_DEFAULT);
+    if (fid >= 0 && H5Fclose(fid) < 0 && st == ATTEST_OK) {
+        char detail[200];
+        attest_cf_h5_detail(detail, sizeof detail);
+        st = attest_fail(ATTEST_ERR_IO, "%s: cannot close (disk full?): %s", path, detail);
+    }
+    if (fapl >= 0) H5Pclose(fapl);
+    /* A half-written new file is worse than none. */
+    if (st != ATTEST_OK && root && fid >= 0) (void)remove(path);
+    attest_cf_quiet_end(&q);
+    return st;
+}
+
+attest_status attest_casefile_write_at(hid_t loc, const char *label, const attest_case *c,
+                                       const attest_casefile_extras *extras)
+{
+    if (!c) return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_write_at: NULL case");
+    char where[600];
+    snprintf(where, sizeof where, "%s/", label ? label : "");
+    attest_cf_quiet q;
+    attest_cf_quiet_begin(&q);
+    attest_status st = attest_cf_write_case(loc, where, c, extras);
+    attest_cf_quiet_end(&q);
+    return st;
+}

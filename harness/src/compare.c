@@ -1,0 +1,376 @@
+/* attest: the comparator (see compare.h for the gates). Every metric is accumulated in one pass in
+ * double; no gate short-circuits another, so a record always shows every way a candidate is off.
+ */
+#include "attest/compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attest/numerics.h"
+
+static const char *const gate_names[ATTEST_GATE_COUNT_] = {
+    [ATTEST_GATE_NONFINITE] = "nonfinite", [ATTEST_GATE_ELEMENT] = "element",
+    [ATTEST_GATE_COSINE] = "cosine",       [ATTEST_GATE_NMSE] = "nmse",
+    [ATTEST_GATE_CODE] = "code",           [ATTEST_GATE_UNWRITTEN] = "unwritten",
+    [ATTEST_GATE_TOPK] = "topk",
+};
+
+const char *attest_gate_name(attest_gate gate)
+{
+    if ((unsigned)gate >= ATTEST_GATE_COUNT_) return "unknown";
+    return gate_names[gate];
+}
+
+void attest_gate_mask_string(uint32_t mask, char *buf, size_t cap)
+{
+    if (buf == NULL || cap == 0) return;
+    buf[0] = '\0';
+    size_t used = 0;
+    for (unsigned g = 0; g < ATTEST_GATE_COUNT_; ++g) {
+        if (!(mask & ATTEST_GATE_BIT(g))) continue;
+        const char *name = gate_names[g];
+        size_t need = strlen(name) + (used > 0 ? 1 : 0);
+        if (used + need + 1 > cap) break; /* truncate at a whole name rather than mid-word */
+        if (used > 0) buf[used++] = '+';
+        memcpy(buf + used, name, strlen(name) + 1);
+        used += strlen(name);
+    }
+}
+
+/* Non-finite classes; two values match in the nonfinite gate when their classes are equal. */
+enum { CLASS_FINITE = 0, CLASS_POSINF = 1, CLASS_NEGINF = 2, CLASS_NAN = 3 };
+
+static int classify(double x)
+{
+    if (isnan(x)) return CLASS_NAN;
+    if (isinf(x)) return x > 0 ? CLASS_POSINF : CLASS_NEGINF;
+    return CLASS_FINITE;
+}
+
+/* Maps a sign-magnitude float encoding onto integers whose order and differences follow the
+ * representable values (+0 and -0 both map to 0), so |key(a) - key(b)| counts steps. */
+static int64_t ordered_key(uint32_t bits, uint32_t sign_bit)
+{
+    int64_t mag = (int64_t)(bits & (sign_bit - 1u));
+    return (bits & sign_bit) ? -mag : mag;
+}
+
+static void unravel(size_t flat, const int64_t *shape, int32_t rank, attest_coord *out)
+{
+    memset(out, 0, sizeof *out);
+    if (shape == NULL || rank <= 0) {
+        out->rank = 1;
+        out->index[0] = (int64_t)flat;
+        return;
+    }
+    out->rank = rank;
+    for (int32_t d = rank - 1; d >= 0; --d) {
+        out->index[d] = (int64_t)(flat % (uint64_t)shape[d]);
+        flat /= (uint64_t)shape[d];
+    }
+}
+
+static int bad_bound(double x) { return isnan(x) || x < 0; }
+
+static attest_status check_tolerance(const attest_tolerance *tol)
+{
+    ATTEST_RETURN_IF(bad_bound(tol->atol), ATTEST_ERR_INVALID_ARGUMENT,
+                     "tolerance atol must be >= 0 (got %g)", tol->atol);
+    ATTEST_RETURN_IF(bad_bound(tol->rtol), ATTEST_ERR_INVALID_ARGUMENT,
+                     "tolerance rtol must be >= 0 (got %g)", tol->rtol);
+    ATTEST_RETURN_IF(bad_bound(tol->max_fail_fraction) || tol->max_fail_fraction > 1,
+                     ATTEST_ERR_INVALID_ARGUMENT, "tolerance max_fail_fraction must be in [0, 1]");
+    ATTEST_RETURN_IF(bad_bound(tol->cos_diff_max), ATTEST_ERR_INVALID_ARGUMENT,
+                     "tolerance cos_diff_max must be >= 0 (got %g)", tol->cos_diff_max);
+    ATTEST_RETURN_IF(bad_bound(tol->vacuity_factor), ATTEST_ERR_INVALID_ARGUMENT,
+                     "tolerance vacuity_factor must be >= 0 (got %g)", tol->vacuity_factor);
+    ATTEST_RETURN_IF(bad_bound(tol->atol_ref_scale), ATTEST_ERR_INVALID_ARGUMENT,
+                     "tolerance atol_ref_scale must be >= 0 (got %g)", tol->atol_ref_scale);
+    ATTEST_RETURN_IF(isnan(tol->nmse_max) || isnan(tol->max_code_distance),
+                     ATTEST_ERR_INVALID_ARGUMENT, "tolerance nmse_max/max_code_distance is NaN");
+    return ATTEST_OK;
+}
+
+/* Candidate element i as (exact) double plus its raw bits in the low bits of *bits. */
+static double cand_value(const void *cand, attest_dtype dtype, size_t i, uint32_t *bits)
+{
+    if (dtype == ATTEST_DTYPE_BF16) {
+        uint16_t h;
+        memcpy(&h, (const uint8_t *)cand + 2 * i, 2);
+        *bits = h;
+        uint32_t w = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &w, 4);
+        return f;
+    }
+    uint32_t w;
+    memcpy(&w, (const uint8_t *)cand + 4 * i, 4);
+    *bits = w;
+    float f;
+    memcpy(&f, &w, 4);
+    return f;
+}
+
+/* Steps between candidate bits and the reference rounded (nearest even) to the candidate dtype. */
+static double code_distance(double r, uint32_t cbits, attest_dtype dtype)
+{
+    if (dtype == ATTEST_DTYPE_BF16) {
+        uint16_t rb = attest_bf16_encode_f64(r);
+        int64_t d = ordered_key(cbits, 0x8000u) - ordered_key(rb, 0x8000u);
+        return (double)(d < 0 ? -d : d);
+    }
+    float rf = (float)r;
+    uint32_t rb;
+    memcpy(&rb, &rf, 4);
+    int64_t d = ordered_key(cbits, 0x80000000u) - ordered_key(rb, 0x80000000u);
+    return (double)(d < 0 ? -d : d);
+}
+
+attest_status attest_compare_tensor(const double *ref, const void *cand, attest_dtype cand_dtype,
+                                    size_t count, const int64_t *shape, int32_t rank,
+                                    const uint8_t *compare_mask, uint32_t poison_bits,
+                                    const attest_tolerance *tol, attest_tensor_metrics *m)
+{
+    ATTEST_RETURN_IF(m == NULL || tol == NULL, ATTEST_ERR_INVALID_ARGUMENT,
+                     "compare: metrics and tolerance must not be NULL");
+    ATTEST_RETURN_IF(count > 0 && (ref == NULL || cand == NULL), ATTEST_ERR_INVALID_ARGUMENT,
+                     "compare: reference and candidate must not be NULL");
+    ATTEST_RETURN_IF(cand_dtype != ATTEST_DTYPE_F32 && cand_dtype != ATTEST_DTYPE_BF16,
+                     ATTEST_ERR_INVALID_ARGUMENT,
+                     "compare: candidate dtype must be float32 or bf16 (got %d)", (int)cand_dtype);
+    ATTEST_RETURN_IF(rank < 0 || rank > 4, ATTEST_ERR_INVALID_ARGUMENT,
+                     "compare: rank %d outside [0, 4]", (int)rank);
+    if (shape != NULL && rank > 0) {
+        uint64_t prod = 1;
+        for (int32_t d = 0; d < rank; ++d) {
+            ATTEST_RETURN_IF(shape[d] < 0, ATTEST_ERR_INVALID_ARGUMENT,
+                             "compare: shape[%d] = %lld is negative", (int)d, (long long)shape[d]);
+            prod *= (uint64_t)shape[d];
+        }
+        ATTEST_RETURN_IF(prod != count, ATTEST_ERR_INVALID_ARGUMENT,
+                         "compare: shape holds %llu elements but count is %zu",
+                         (unsigned long long)prod, count);
+    }
+    ATTEST_FORWARD(check_tolerance(tol));
+
+    char name[sizeof m->output];
+    memcpy(name, m->output, sizeof name);
+    name[sizeof name - 1] = '\0';
+    memset(m, 0, sizeof *m);
+    memcpy(m->output, name, sizeof name);
+    m->topk_recall = 1.0;
+    m->topk_worst_row = -1;
+
+    /* Pass 1: max |ref| over compared finite references, which sets the effective atol. */
+    double max_abs_ref = 0;
+    uint64_t finite_refs = 0;
+    for (size_t i = 0; i < count; ++i) {
+        if (compare_mask != NULL && !compare_mask[i]) continue;
+        if (!isfinite(ref[i])) continue;
+        ++finite_refs;
+        if (fabs(ref[i]) > max_abs_ref) max_abs_ref = fabs(ref[i]);
+    }
+    double atol = tol->atol;
+    if (tol->atol_ref_scale * max_abs_ref > atol) atol = tol->atol_ref_scale * max_abs_ref;
+    m->atol_effective = atol;
+
+    const uint32_t poison =
+        cand_dtype == ATTEST_DTYPE_BF16 ? (poison_bits & 0xFFFFu) : poison_bits;
+    double sum_sq_diff = 0, sum_sq_ref = 0, sum_sq_both = 0, worst_abs = -1;
+    for (size_t i = 0; i < count; ++i) {
+        if (compare_mask != NULL && !compare_mask[i]) continue;
+        ++m->count;
+        uint32_t cbits;
+        const double r = ref[i];
+        const double c = cand_value(cand, cand_dtype, i, &cbits);
+        if (cbits == poison) ++m->unwritten;
+
+        const int rc = classify(r), cc = classify(c);
+        m->ref_posinf += rc == CLASS_POSINF;
+        m->ref_neginf += rc == CLASS_NEGINF;
+        m->ref_nan += rc == CLASS_NAN;
+        m->cand_posinf += cc == CLASS_POSINF;
+        m->cand_neginf += cc == CLASS_NEGINF;
+        m->cand_nan += cc == CLASS_NAN;
+        if (rc != cc) {
+            if (m->nonfinite_mismatches++ == 0) unravel(i, shape, rank, &m->first_nonfinite_mismatch);
+        }
+        if (rc != CLASS_FINITE || cc != CLASS_FINITE) continue;
+
+        ++m->finite_pairs;
+        const double diff = c - r, ad = fabs(diff);
+        if (!(ad <= atol || ad <= tol->rtol * fabs(r))) ++m->element_failures;
+        if (ad > worst_abs) {
+            worst_abs = ad;
+            unravel(i, shape, rank, &m->worst);
+            m->worst_ref = r;
+            m->worst_cand = c;
+        }
+        if (ad > m->max_abs) m->max_abs = ad;
+        /* A zero reference has no relative error to speak of; atol judges it. */
+        if (r != 0 && ad / fabs(r) > m->max_rel) m->max_rel = ad / fabs(r);
+        /* sum(r^2 + c^2) - 2 sum(rc) == sum((c - r)^2): the same cosine difference without the
+         * cancellation of "1 - ratio", so tiny differences are not lost to rounding. */
+        sum_sq_diff += diff * diff;
+        sum_sq_ref += r * r;
+        sum_sq_both += r * r + c * c;
+        if (ad > atol) {
+            double steps = code_distance(r, cbits, cand_dtype);
+            if (steps > m->max_code_distance) m->max_code_distance = steps;
+        }
+    }
+
+    m->element_fail_fraction =
+        m->finite_pairs ? (double)m->element_failures / (double)m->finite_pairs : 0.0;
+    m->cos_diff = sum_sq_both > 0 ? sum_sq_diff / sum_sq_both : 0.0;
+    if (sum_sq_ref > 0)
+        m->nmse = sum_sq_diff / sum_sq_ref;
+    else
+        m->nmse = sum_sq_diff > 0 ? INFINITY : 0.0;
+
+    m->vacuous = finite_refs == 0 || max_abs_ref < tol->vacuity_factor * tol->atol;
+
+    uint32_t failed = 0;
+    if (m->nonfinite_mismatches > 0) failed |= ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE);
+    if (m->element_fail_fraction > tol->max_fail_fraction)
+        failed |= ATTEST_GATE_BIT(ATTEST_GATE_ELEMENT);
+    if (!(m->cos_diff <= tol->cos_diff_max)) failed |= ATTEST_GATE_BIT(ATTEST_GATE_COSINE);
+    if (tol->nmse_max >= 0 && !(m->nmse <= tol->nmse_max)) failed |= ATTEST_GATE_BIT(ATTEST_GATE_NMSE);
+    if (tol->max_code_distance >= 0 && m->max_code_distance > tol->max_code_distance)
+        failed |= ATTEST_GATE_BIT(ATTEST_GATE_CODE);
+    if (m->unwritten > 0) failed |= ATTEST_GATE_BIT(ATTEST_GATE_UNWRITTEN);
+    m->failed_gates = failed;
+    return ATTEST_OK;
+}
+
+/* Marks: bit 0 = in the reference set, bit 1 = in the candidate set. */
+static attest_status mark_set(uint8_t *marks, int32_t len, const int32_t *set, int32_t k,
+                              uint8_t bit, const char *which, int32_t *valid)
+{
+    *valid = 0;
+    for (int32_t j = 0; j < k; ++j) {
+        int32_t p = set[j];
+        if (p == -1) continue;
+        ATTEST_RETURN_IF(p < 0 || p >= len, ATTEST_ERR_INVALID_ARGUMENT,
+                         "top-k: %s slot %d holds position %d outside [0, %d)", which, (int)j,
+                         (int)p, (int)len);
+        ATTEST_RETURN_IF(marks[p] & bit, ATTEST_ERR_INVALID_ARGUMENT,
+                         "top-k: %s slot %d repeats position %d", which, (int)j, (int)p);
+        marks[p] |= bit;
+        ++*valid;
+    }
+    return ATTEST_OK;
+}
+
+/* The row comparison; *cand_bad tells a malformed candidate (a verdict for the caller) from a
+ * malformed reference set (a harness bug). */
+static attest_status topk_row(const double *ref_scores, int32_t len, const int32_t *cand_set,
+                              const int32_t *ref_set, int32_t k, double tie_atol, double tie_rtol,
+                              double *recall, int *cand_bad)
+{
+    *cand_bad = 0;
+    ATTEST_RETURN_IF(recall == NULL || k < 0 || len < 0, ATTEST_ERR_INVALID_ARGUMENT,
+                     "top-k: bad arguments (k %d, len %d)", (int)k, (int)len);
+    ATTEST_RETURN_IF(k > 0 && (cand_set == NULL || ref_set == NULL),
+                     ATTEST_ERR_INVALID_ARGUMENT, "top-k: sets must not be NULL");
+    ATTEST_RETURN_IF(len > 0 && ref_scores == NULL, ATTEST_ERR_INVALID_ARGUMENT,
+                     "top-k: reference scores must not be NULL");
+    *recall = 0.0;
+    uint8_t *marks = calloc(len > 0 ? (size_t)len : 1u, 1);
+    ATTEST_RETURN_IF(marks == NULL, ATTEST_ERR_OUT_OF_MEMORY, "top-k: out of memory (len %d)",
+                     (int)len);
+    int32_t n_ref = 0, n_cand = 0;
+    attest_status st = mark_set(marks, len, ref_set, k, 1u, "reference", &n_ref);
+    if (st == ATTEST_OK) {
+        st = mark_set(marks, len, cand_set, k, 2u, "candidate", &n_cand);
+        *cand_bad = st != ATTEST_OK;
+    }
+    if (st != ATTEST_OK) {
+        free(marks);
+        return st;
+    }
+    if (n_ref == 0) {
+        free(marks);
+        *recall = n_cand == 0 ? 1.0 : 0.0;
+        return ATTEST_OK;
+    }
+
+    /* The k-th reference score, recomputed from the scores rather than trusted from the order. */
+    double kth = INFINITY;
+    for (int32_t j = 0; j < k; ++j)
+        if (ref_set[j] != -1 && ref_scores[ref_set[j]] < kth) kth = ref_scores[ref_set[j]];
+    double band = fmax(tie_atol, tie_rtol * fabs(kth));
+    if (!isfinite(band)) band = isfinite(tie_atol) ? tie_atol : 0.0;
+    const double lo = kth - band, hi = kth + band;
+
+    int32_t common = 0, extra_ties = 0, missed_ties = 0;
+    for (int32_t p = 0; p < len; ++p) {
+        if (marks[p] == 3u) ++common;
+        else if (marks[p] == 2u && ref_scores[p] >= lo) ++extra_ties;
+        else if (marks[p] == 1u && ref_scores[p] <= hi) ++missed_ties;
+    }
+    free(marks);
+    int32_t hits = common + (extra_ties < missed_ties ? extra_ties : missed_ties);
+    *recall = (double)hits / (double)n_ref;
+    return ATTEST_OK;
+}
+
+attest_status attest_compare_topk_row(const double *ref_scores, int32_t len, const int32_t *cand_set,
+                                      const int32_t *ref_set, int32_t k, double tie_atol,
+                                      double tie_rtol, double *recall)
+{
+    int cand_bad;
+    return topk_row(ref_scores, len, cand_set, ref_set, k, tie_atol, tie_rtol, recall, &cand_bad);
+}
+
+attest_status attest_compare_topk(const double *ref_logits, int32_t rows, int32_t width,
+                                  const int32_t *row_len, const int32_t *cand_sets,
+                                  const int32_t *ref_sets, int32_t k, const attest_tolerance *tol,
+                                  attest_tensor_metrics *m)
+{
+    ATTEST_RETURN_IF(tol == NULL || m == NULL, ATTEST_ERR_INVALID_ARGUMENT,
+                     "top-k: tolerance and metrics must not be NULL");
+    if (tol->topk_min_recall < 0) return ATTEST_OK;
+    ATTEST_RETURN_IF(rows < 0 || width < 0 || k < 0, ATTEST_ERR_INVALID_ARGUMENT,
+                     "top-k: bad shape (rows %d, width %d, k %d)", (int)rows, (int)width, (int)k);
+    ATTEST_RETURN_IF(rows > 0 && (ref_logits == NULL || row_len == NULL ||
+                                  (k > 0 && (cand_sets == NULL || ref_sets == NULL))),
+                     ATTEST_ERR_INVALID_ARGUMENT, "top-k: inputs must not be NULL");
+    m->topk_checked = 1;
+    m->topk_recall = 1.0;
+    m->topk_worst_row = -1;
+    double tie_atol = tol->topk_tie_atol;
+    if (isfinite(m->atol_effective) && 2 * m->atol_effective > tie_atol) tie_atol = 2 * m->atol_effective;
+    for (int32_t r = 0; r < rows; ++r) {
+        ATTEST_RETURN_IF(row_len[r] < 0 || row_len[r] > width, ATTEST_ERR_INVALID_ARGUMENT,
+                         "top-k: row %d length %d outside [0, %d]", (int)r, (int)row_len[r],
+                         (int)width);
+        double recall = 0;
+        const size_t off = (size_t)r * (size_t)k;
+        int cand_bad = 0;
+        attest_status st = topk_row(ref_logits + (size_t)r * (size_t)width, row_len[r],
+                                    cand_sets + off, ref_sets + off, k, tie_atol,
+                                    tol->topk_tie_rtol, &recall, &cand_bad);
+        if (st != ATTEST_OK && !cand_bad) return st;
+        if (st != ATTEST_OK) recall = 0.0; /* a malformed candidate row is a miss, not an error */
+        if (m->topk_worst_row < 0 || recall < m->topk_recall) {
+            m->topk_recall = recall;
+            m->topk_worst_row = r;
+        }
+    }
+    if (m->topk_recall < tol->topk_min_recall) m->failed_gates |= ATTEST_GATE_BIT(ATTEST_GATE_TOPK);
+    return ATTEST_OK;
+}
+
+double attest_cosine_difference(const double *ref, const double *cand, size_t count)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < count; ++i) {
+        if (!isfinite(ref[i]) || !isfinite(cand[i])) continue;
+        double d = cand[i] - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i] + cand[i] * cand[i];
+    }
+    return den > 0 ? num / den : 0.0;
+}

@@ -1,0 +1,209 @@
+/* Generator building blocks: lengths, scale policies, and cache values that encode their
+ * position, with tiles crafted to hold the fp8 edge bytes. Integer and IEEE arithmetic only
+ * (no libm transcendental), so a seed gives the same bytes on every platform. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "attest/numerics.h"
+#include "gen_internal.h"
+
+void *gen_calloc(size_t n, size_t size, const char *what)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (p == NULL) (void)attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "generator: out of memory for %s", what);
+    return p;
+}
+
+void gen_wave_init(gen_wave *w, attest_rng *rng, uint32_t dims)
+{
+    w->dims = dims > GEN_MAX_DIM ? GEN_MAX_DIM : dims;
+    for (uint32_t d = 0; d < w->dims; d++) {
+        /* Steps of 0.02-0.25 period: no two neighbours alike, and no aliasing to a step near a
+         * whole period (which would make j and j+1 look alike). */
+        w->step[d] = (uint32_t)attest_rng_range(rng, 1300, 16384);
+        w->phase[d] = (uint32_t)attest_rng_below(rng, 65536);
+    }
+}
+
+/* Parabolic approximation of sin(2 pi x) for x = ph / 65536 in [0, 1): exact IEEE arithmetic,
+ * and branch-free (random phases would defeat a branch predictor). */
+static inline float wave_at(const gen_wave *w, uint32_t d, int64_t key)
+{
+    uint32_t ph = (uint32_t)((uint64_t)w->step[d] * (uint64_t)key + w->phase[d]) & 0xFFFFu;
+    const float sign = 1.0f - (float)(ph >> 15) * 2.0f;     /* second half period: negative */
+    const float y = (float)(ph & 0x7FFFu) * (1.0f / 65536.0f); /* [0, 0.5) */
+    return sign * 16.0f * y * (0.5f - y);
+}
+
+/* Uniform in [-1, 1) from 32 random bits. */
+static inline float noise_from_bits(uint32_t bits)
+{
+    return (float)(int32_t)bits * 0x1.0p-31f;
+}
+
+void gen_value_cfg_draw(gen_value_cfg *cfg, attest_rng *edges, int edge_bytes, int raw_scale)
+{
+    cfg->noise = 0.35f;
+    /* Amplitudes differ per tile so a kernel reading the scale of the wrong tile or token is
+     * off by a power of two, not by nothing. */
+    cfg->tile_exp_lo = -2;
+    cfg->tile_exp_hi = 2;
+    cfg->extreme_rate = 0.0;
+    cfg->extreme_lo = 0;
+    cfg->extreme_hi = 0;
+    cfg->edge_rate = 0.0;
+    if (!edge_bytes) return;
+    static const double edge_rates[] = {0.0, 0.03, 0.15};
+    cfg->edge_rate = edge_rates[attest_rng_below(edges, 3)];
+    if (attest_rng_bernoulli(edges, 0.25)) {
+        /* Extreme exponents, still finite in float32 through the references and kernels: a raw
+         * fp32 writer clamps amax at 1e-4, so below 2^-13 it only writes zeros. */
+        cfg->extreme_rate = attest_rng_bernoulli(edges, 0.5) ? 0.05 : 0.4;
+        cfg->extreme_lo = raw_scale ? -12 : -100;
+        cfg->extreme_hi = 40;
+    }
+}
+
+/* Rewrites one tile of logical values so that every writer stores scale 2^e with
+ * 448 * 2^e = the tile's amax: one element becomes +-448 * 2^e (fp8 +-448), one a subnormal
+ * k * 2^-9 * 2^e, one a signed zero, maybe one the opposite-sign 448. All are exact in the fp8
+ * grid at scale 2^e, so the truth equals the decoded cache there. */
+static void craft_tile(float *tile, uint32_t n, attest_rng *edges)
+{
+    if (n < 4) return;
+    float amax = 0.0f;
+    for (uint32_t i = 0; i < n; i++) {
+        float a = fabsf(tile[i]);
+        if (a > amax) amax = a;
+    }
+    /* Smallest e with 448 * 2^e >= amax. e >= -13 keeps 2^e above FlashMLA's 1e-4 scale floor
+     * (and a raw writer's 1e-4 amax floor), so every writer picks exactly 2^e. */
+    int e = -13;
+    if (amax > 0.0f) {
+        int ex;
+        (void)frexpf(amax, &ex); /* amax = m * 2^ex, m in [0.5, 1) */
+        e = ex - 9;
+        while (e > -13 && ldexpf(448.0f, e - 1) >= amax) e--;
+        while (ldexpf(448.0f, e) < amax) e++;
+        if (e < -13) e = -13;
+    }
+    uint32_t pos[4];
+    for (uint32_t k = 0; k < 4; k++) {
+        /* Four distinct slots of the tile. */
+        for (;;) {
+            uint32_t p = (uint32_t)attest_rng_below(edges, n);
+            int dup = 0;
+            for (uint32_t m = 0; m < k; m++) dup |= pos[m] == p;
+            if (!dup) {
+                pos[k] = p;
+                break;
+            }
+        }
+    }
+    const float sign = attest_rng_bernoulli(edges, 0.5) ? -1.0f : 1.0f;
+    tile[pos[0]] = sign * ldexpf(448.0f, e);
+    tile[pos[1]] = (attest_rng_bernoulli(edges, 0.5) ? -1.0f : 1.0f) *
+                   ldexpf((float)attest_rng_range(edges, 1, 7), e - 9);
+    tile[pos[2]] = attest_rng_bernoulli(edges, 0.5) ? -0.0f : 0.0f;
+    if (attest_rng_bernoulli(edges, 0.5)) tile[pos[3]] = -sign * ldexpf(448.0f, e);
+}
+
+void gen_token_values(const attest_layout *layout, const gen_wave *w, const gen_value_cfg *cfg,
+                      attest_rng *vals, attest_rng *edges, int64_t key, float *out)
+{
+    const uint32_t tile = layout->scale_tile;
+    for (uint32_t s = 0; s < layout->num_scales; s++) {
+        int32_t u = (int32_t)attest_rng_range(vals, cfg->tile_exp_lo, cfg->tile_exp_hi);
+        if (cfg->extreme_rate > 0.0 && attest_rng_bernoulli(edges, cfg->extreme_rate))
+            u = (int32_t)attest_rng_range(edges, cfg->extreme_lo, cfg->extreme_hi);
+        /* A mantissa in [1, 2) spreads amax / scale over the whole fp8 range under a
+         * power-of-two scale (with 2^u alone it would sit in a narrow band). */
+        const float amp = ldexpf(1.0f + (float)(attest_rng_u32(vals) >> 8) * 0x1.0p-24f, u);
+        const uint32_t d0 = s * tile;
+        uint32_t d1 = d0 + tile;
+        if (d1 > layout->fp8_dim) d1 = layout->fp8_dim;
+        for (uint32_t d = d0; d < d1; d += 2) {
+            uint64_t bits = attest_rng_u64(vals);
+            out[d] = amp * (0.8f * wave_at(w, d, key) + cfg->noise * noise_from_bits((uint32_t)bits));
+            if (d + 1 < d1)
+                out[d + 1] = amp * (0.8f * wave_at(w, d + 1, key) +
+                                    cfg->noise * noise_from_bits((uint32_t)(bits >> 32)));
+        }
+        if (cfg->edge_rate > 0.0 && attest_rng_bernoulli(edges, cfg->edge_rate))
+            craft_tile(out + d0, d1 - d0, edges);
+    }
+    /* The rope part is stored as bf16, unquantized: amplitude 1, same position encoding. */
+    for (uint32_t r = 0; r < layout->rope_dim; r++) {
+        uint32_t d = layout->fp8_dim + r;
+        out[d] = 0.8f * wave_at(w, d, key) + cfg->noise * noise_from_bits(attest_rng_u32(vals));
+    }
+}
+
+int32_t gen_draw_len(attest_rng *rng, int32_t max_len, int32_t unit)
+{
+    if (max_len <= 0) return 0;
+    if (unit < 1) unit = 1;
+    static const double w[] = {
+        7,  /* 0 */
+        7,  /* 1 */
+        30, /* a page boundary k*unit - 1, k*unit, k*unit + 1 */
+        8,  /* the cap */
+        8,  /* just under the cap */
+        40  /* anything */
+    };
+    int32_t len;
+    switch (attest_rng_choice(rng, w, sizeof w / sizeof w[0])) {
+    case 0: len = 0; break;
+    case 1: len = 1; break;
+    case 2: {
+        int32_t kmax = max_len / unit;
+        if (kmax < 1) {
+            len = max_len;
+            break;
+        }
+        int64_t k = attest_rng_range(rng, 1, kmax);
+        len = (int32_t)(k * unit + attest_rng_range(rng, -1, 1));
+        break;
+    }
+    case 3: len = max_len; break;
+    case 4: len = max_len - (int32_t)attest_rng_range(rng, 1, 3); break;
+    default:
+        /* Half short (within two pages), half anywhere: varlen batches with long tails. */
+        if (attest_rng_bernoulli(rng, 0.5)) {
+            int64_t short_cap = 2 * (int64_t)unit < max_len ? 2 * (int64_t)unit : max_len;
+            len = (int32_t)attest_rng_range(rng, 2, short_cap);
+        } else {
+            len = (int32_t)attest_rng_range(rng, 2, max_len);
+        }
+        break;
+    }
+    if (len < 0) len = 0;
+    if (len > max_len) len = max_len;
+    return len;
+}
+
+attest_scale_policy gen_draw_policy(attest_rng *rng, const attest_layout *layout, double raw_prob)
+{
+    attest_scale_policy p;
+    int raw = layout->scale_format == ATTEST_SCALE_F32 && attest_rng_bernoulli(rng, raw_prob);
+    p.kind = raw ? ATTEST_SCALE_RAW : ATTEST_SCALE_POW2;
+    p.writer = (attest_ue8m0_writer)attest_rng_below(rng, 3);
+    if (raw) p.writer = ATTEST_UE8M0_FLASHMLA; /* unused for raw scales; pinned for equality */
+    p.overflow = attest_rng_bernoulli(rng, 0.5) ? ATTEST_FP8_SATFINITE : ATTEST_FP8_NONSAT;
+    return p;
+}
+
+uint8_t gen_edge_fp8(attest_rng *rng)
+{
+    const uint8_t sign = attest_rng_bernoulli(rng, 0.5) ? 0x80u : 0x00u;
+    switch (attest_rng_below(rng, 3)) {
+    case 0: return sign;                                             /* +-0 */
+    case 1: return (uint8_t)(sign | attest_rng_range(rng, 1, 7));    /* subnormal */
+    default: return (uint8_t)(sign | 0x7Eu);                          /* +-448 */
+    }
+}
+
+uint8_t gen_nan_fp8(attest_rng *rng)
+{
+    return attest_rng_bernoulli(rng, 0.5) ? ATTEST_FP8_NAN_POS : ATTEST_FP8_NAN_NEG;
+}

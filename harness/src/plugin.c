@@ -1,0 +1,117 @@
+/* Candidate plugins and candidate validation (runner.h, candidate.h). */
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "attest/candidate.h"
+#include "attest/runner.h"
+
+/* The struct must reach `run`, the last field the harness reads. */
+#define CANDIDATE_MIN_SIZE (offsetof(attest_candidate, run) + sizeof(((attest_candidate *)0)->run))
+
+attest_status attest_candidate_validate(const attest_candidate *cand)
+{
+    ATTEST_RETURN_IF(cand == NULL, ATTEST_ERR_INVALID_ARGUMENT, "candidate is NULL");
+    ATTEST_RETURN_IF(cand->abi_version != ATTEST_CANDIDATE_ABI_VERSION, ATTEST_ERR_FORMAT,
+                     "candidate ABI version %u, attest supports %u (rebuild it against this "
+                     "attest's candidate.h)",
+                     cand->abi_version, ATTEST_CANDIDATE_ABI_VERSION);
+    ATTEST_RETURN_IF(cand->struct_size < CANDIDATE_MIN_SIZE, ATTEST_ERR_FORMAT,
+                     "candidate struct_size %u is smaller than the %zu bytes attest reads",
+                     cand->struct_size, (size_t)CANDIDATE_MIN_SIZE);
+    ATTEST_RETURN_IF(cand->name == NULL || cand->name[0] == '\0', ATTEST_ERR_FORMAT,
+                     "candidate has no name");
+    ATTEST_RETURN_IF(strlen(cand->name) >= 64, ATTEST_ERR_FORMAT,
+                     "candidate name '%.40s...' is longer than 63 characters", cand->name);
+    ATTEST_RETURN_IF(attest_kernel_name(cand->kernel) == NULL, ATTEST_ERR_FORMAT,
+                     "candidate '%s': unknown kernel family %d", cand->name, (int)cand->kernel);
+    ATTEST_RETURN_IF(cand->domain != ATTEST_DOMAIN_HOST && cand->domain != ATTEST_DOMAIN_DEVICE,
+                     ATTEST_ERR_FORMAT, "candidate '%s': unknown memory domain %d", cand->name,
+                     (int)cand->domain);
+    ATTEST_RETURN_IF((unsigned)cand->conventions.masking > ATTEST_MASK_UNSPECIFIED,
+                     ATTEST_ERR_FORMAT, "candidate '%s': unknown masking convention %d",
+                     cand->name, (int)cand->conventions.masking);
+    ATTEST_RETURN_IF((unsigned)cand->conventions.lse_convention > ATTEST_LSE_INCLUDES_SINK,
+                     ATTEST_ERR_FORMAT, "candidate '%s': unknown lse convention %d", cand->name,
+                     (int)cand->conventions.lse_convention);
+    ATTEST_RETURN_IF(cand->run == NULL, ATTEST_ERR_FORMAT, "candidate '%s' has no run function",
+                     cand->name);
+    return ATTEST_OK;
+}
+
+attest_status attest_plugin_load(const char *spec, const attest_candidate **out)
+{
+    ATTEST_RETURN_IF(spec == NULL || out == NULL, ATTEST_ERR_INVALID_ARGUMENT,
+                     "plugin: spec and out must not be NULL");
+    *out = NULL;
+    /* "path:NAME", split at the last ':' (a path may hold one; a name never does). */
+    const char *colon = strrchr(spec, ':');
+    ATTEST_RETURN_IF(colon == NULL || colon == spec || colon[1] == '\0',
+                     ATTEST_ERR_INVALID_ARGUMENT,
+                     "plugin '%s': expected path/libfoo.so:NAME", spec);
+    const size_t path_len = (size_t)(colon - spec);
+    char path[4096];
+    ATTEST_RETURN_IF(path_len + 3 > sizeof path, ATTEST_ERR_INVALID_ARGUMENT,
+                     "plugin: path of %zu characters is too long", path_len);
+    /* dlopen searches the library path for a bare name; a file named on the command line is
+     * meant relative to the working directory. */
+    struct stat sb;
+    memcpy(path, spec, path_len);
+    path[path_len] = '\0';
+    if (!memchr(spec, '/', path_len) && stat(path, &sb) == 0) {
+        memmove(path + 2, path, path_len + 1);
+        memcpy(path, "./", 2);
+    }
+    const char *name = colon + 1;
+
+    dlerror();
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        const char *why = dlerror();
+        return attest_fail(ATTEST_ERR_NOT_FOUND, "plugin '%s' cannot be loaded: %s", path,
+                           why ? why : "unknown dlopen error");
+    }
+    /* The library stays loaded for the life of the process: candidates point into it. */
+    dlerror();
+    void *sym = dlsym(lib, ATTEST_PLUGIN_ENTRY_SYMBOL);
+    if (sym == NULL)
+        return attest_fail(ATTEST_ERR_FORMAT, "plugin '%s' does not export %s()", path,
+                           ATTEST_PLUGIN_ENTRY_SYMBOL);
+    attest_plugin_entry_fn entry;
+    memcpy(&entry, &sym, sizeof entry); /* object pointer to function pointer, as POSIX allows */
+    size_t count = 0;
+    const attest_candidate *const *list = entry(&count);
+    ATTEST_RETURN_IF(list == NULL && count > 0, ATTEST_ERR_FORMAT,
+                     "plugin '%s': %s() returned NULL", path, ATTEST_PLUGIN_ENTRY_SYMBOL);
+    char names[256] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < count; i++) {
+        const attest_candidate *c = list[i];
+        /* abi_version, struct_size and name lead the struct in every ABI version, so a
+         * candidate built for another version is still found by name and refused clearly. */
+        if (c == NULL || c->struct_size < offsetof(attest_candidate, name) + sizeof c->name ||
+            c->name == NULL)
+            continue;
+        if (strcmp(c->name, name) == 0) {
+            attest_status st = attest_candidate_validate(c);
+            if (st != ATTEST_OK) {
+                char why[256]; /* attest_fail must not format its own buffer */
+                snprintf(why, sizeof why, "%s", attest_last_error());
+                return attest_fail(st, "plugin '%s': %s", path, why);
+            }
+            *out = c;
+            return ATTEST_OK;
+        }
+        if (used + 1 < sizeof names) {
+            int w = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+                             c->name);
+            if (w > 0) used += (size_t)w;
+            if (used >= sizeof names) used = sizeof names - 1;
+        }
+    }
+    return attest_fail(ATTEST_ERR_NOT_FOUND, "plugin '%s' has no candidate '%s' (it has: %s)",
+                       path, name, used ? names : "none");
+}

@@ -1,0 +1,340 @@
+/* The crash-isolation worker (worker.h): fork, serve, wait with a deadline, reap. */
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long a dying worker gets to finish exiting (a sanitizer report, CUDA teardown) before
+ * SIGKILL, and how long a killed one gets to be reaped before it is left as a stray. */
+#define WORKER_EXIT_GRACE_S 5.0
+#define WORKER_REAP_AFTER_KILL_S 2.0
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_briefly(void)
+{
+    struct timespec ts = {0, 1000000}; /* 1 ms */
+    nanosleep(&ts, NULL);
+}
+
+void worker_init(worker *w, const attest_candidate *cand)
+{
+    memset(w, 0, sizeof *w);
+    w->cand = cand;
+    w->fd = -1;
+    w->pidfd = -1;
+}
+
+/* --- the worker's side -------------------------------------------------------------------- */
+
+/* Keeps 0, 1, 2 and the channel (moved to 3): an inherited pipe end would keep some reader
+ * (a test driver, a shell pipeline) waiting for an EOF that never comes while we live. */
+static int isolate_fds(int fd)
+{
+    if (fd != 3) {
+        if (dup2(fd, 3) < 0) return -1;
+        close(fd);
+    }
+    fcntl(3, F_SETFD, FD_CLOEXEC); /* a program the candidate execs must not hold it */
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        if (devnull != 0) close(devnull);
+    }
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 4u, ~0u, 0u) == 0) return 3;
+#endif
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536) max = 65536;
+    for (int i = 4; i < (int)max; i++) close(i);
+    return 3;
+}
+
+static void worker_main(int fd, const attest_candidate *cand, arena_control *ctl,
+                        size_t ctl_bytes, pid_t parent) __attribute__((noreturn));
+
+static void worker_main(int fd, const attest_candidate *cand, arena_control *ctl,
+                        size_t ctl_bytes, pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(0); /* the parent died before prctl took effect */
+    /* Default dispositions: an inherited handler (a test framework's, the application's) could
+     * catch a crash and longjmp back into the parent's code, now running in the worker. A
+     * crash must kill the worker so the parent sees the signal. */
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+    signal(SIGINT, SIG_IGN);
+    /* Its own process group (killed as one); writing to the terminal from there must not
+     * stop it under `stty tostop`. */
+    setpgid(0, 0);
+    signal(SIGTTOU, SIG_IGN);
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    fd = isolate_fds(fd);
+    /* The worker only reads the control page; a stray write there becomes a crash. */
+    mprotect(ctl, ctl_bytes, PROT_READ);
+
+    exec_state st;
+    exec_state_init(&st, cand);
+    for (;;) {
+        exec_request req;
+        ssize_t n = recv(fd, &req, sizeof req, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n != (ssize_t)sizeof req || req.magic != EXEC_MAGIC) break; /* EOF: stop */
+        exec_result res;
+        if (req.generation != ctl->generation) {
+            memset(&res, 0, sizeof res);
+            res.outcome = EXEC_HARNESS_ERROR;
+            snprintf(res.message, sizeof res.message, "worker sees a stale arena");
+        } else {
+            exec_run(&st, ctl, &req, &res);
+        }
+        fflush(stdout);
+        if (send(fd, &res, sizeof res, MSG_NOSIGNAL) != (ssize_t)sizeof res) break;
+        if (res.outcome == EXEC_DEVICE_FAULT) _exit(0); /* the device context is lost */
+    }
+    exec_state_fini(&st);
+    fflush(stdout);
+    _exit(0); /* never exit(): the parent's atexit handlers (HDF5, sanitizers) are not ours */
+}
+
+/* --- the parent's side -------------------------------------------------------------------- */
+
+static const char *signal_abbrev(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGXCPU: return "SIGXCPU";
+    default: return "signal";
+    }
+}
+
+static void describe_status(int status, char *buf, size_t cap)
+{
+    if (status == -1) {
+        snprintf(buf, cap, "worker died (exit status unavailable)");
+    } else if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        snprintf(buf, cap, "worker killed by %s (signal %d, %s)", signal_abbrev(sig), sig,
+                 strsignal(sig));
+    } else if (WIFEXITED(status)) {
+        /* Sanitizers report and exit(1); glibc heap checks abort (a signal above). */
+        snprintf(buf, cap, "worker exited with status %d during the run%s", WEXITSTATUS(status),
+                 WEXITSTATUS(status) == 1 ? " (a sanitizer report exits 1: see stderr)" : "");
+    } else {
+        snprintf(buf, cap, "worker stopped with wait status 0x%x", (unsigned)status);
+    }
+}
+
+/* Waits up to `seconds` for pid to be reaped. Returns 1 when reaped (*status = -1 when someone
+ * else reaped it), 0 when it is still there. */
+static int reap_within(pid_t pid, double seconds, int *status)
+{
+    const double end = now_seconds() + seconds;
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid) return 1;
+        if (r < 0 && errno != EINTR) {
+            *status = -1; /* ECHILD: SIGCHLD ignored, or reaped elsewhere */
+            return 1;
+        }
+        if (now_seconds() >= end) return 0;
+        sleep_briefly();
+    }
+}
+
+static void reap_strays(worker *w, double seconds)
+{
+    int kept = 0;
+    for (int i = 0; i < w->num_strays; i++) {
+        int status;
+        if (!reap_within(w->strays[i], seconds, &status)) w->strays[kept++] = w->strays[i];
+    }
+    w->num_strays = kept;
+}
+
+static void kill_group(pid_t pid)
+{
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL); /* in case setpgid had not happened yet */
+}
+
+/* Kills (when still alive) and reaps the current worker; fills *status when it could. */
+static void finish_worker(worker *w, int kill_first, double grace, int *status)
+{
+    int st = -1;
+    if (w->fd >= 0) close(w->fd);
+    if (w->pidfd >= 0) close(w->pidfd);
+    w->fd = -1;
+    w->pidfd = -1;
+    w->in_flight = 0;
+    if (w->pid <= 0) return;
+    if (kill_first) kill_group(w->pid);
+    if (!reap_within(w->pid, grace, &st)) {
+        kill_group(w->pid);
+        if (!reap_within(w->pid, WORKER_REAP_AFTER_KILL_S, &st)) {
+            st = -1;
+            if (w->num_strays < WORKER_MAX_STRAYS) w->strays[w->num_strays++] = w->pid;
+        }
+    }
+    /* Whatever the candidate started is gone too. A process group id is not reused while the
+     * group has members, so this cannot hit a stranger. */
+    kill(-w->pid, SIGKILL);
+    if (status) *status = st;
+    w->pid = 0;
+}
+
+static attest_status worker_start(worker *w, arena *a)
+{
+    reap_strays(w, 0.0);
+    int sv[2];
+    ATTEST_RETURN_IF(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0,
+                     ATTEST_ERR_CHILD, "worker: socketpair failed: %s", strerror(errno));
+    /* Buffered output would otherwise be printed by both processes. */
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        return attest_fail(ATTEST_ERR_CHILD, "worker: fork failed: %s", strerror(e));
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        worker_main(sv[1], w->cand, a->control, a->control->data_begin, parent);
+    }
+    close(sv[1]);
+    setpgid(pid, pid); /* both sides set it: no window where a group kill misses */
+    w->pid = pid;
+    w->fd = sv[0];
+#ifdef SYS_pidfd_open
+    w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0u);
+    if (w->pidfd >= 0) fcntl(w->pidfd, F_SETFD, FD_CLOEXEC);
+#endif
+    w->generation = a->generation;
+    w->forks++;
+    return ATTEST_OK;
+}
+
+attest_status worker_send(worker *w, arena *a, const exec_request *req, double timeout_seconds)
+{
+    ATTEST_RETURN_IF(w->in_flight, ATTEST_ERR_INTERNAL, "worker: a request is already in flight");
+    if (w->pid > 0) {
+        int status;
+        /* A worker that died between runs (a stray thread, an outside kill) is replaced
+         * quietly rather than blamed on the next case. */
+        if (w->generation != a->generation || waitpid(w->pid, &status, WNOHANG) == w->pid) {
+            if (w->generation != a->generation) {
+                finish_worker(w, 0, WORKER_EXIT_GRACE_S, NULL); /* idle: let it call fini */
+            } else { /* already reaped */
+                close(w->fd);
+                if (w->pidfd >= 0) close(w->pidfd);
+                w->fd = w->pidfd = -1;
+                w->pid = 0;
+            }
+        }
+    }
+    if (w->pid <= 0) ATTEST_FORWARD(worker_start(w, a));
+    w->deadline = now_seconds() + timeout_seconds;
+    w->in_flight = 1;
+    /* A failed send means the worker is gone; worker_wait sees the hang-up and reports it. */
+    (void)send(w->fd, req, sizeof *req, MSG_NOSIGNAL);
+    return ATTEST_OK;
+}
+
+void worker_wait(worker *w, exec_result *res)
+{
+    memset(res, 0, sizeof *res);
+    if (!w->in_flight || w->fd < 0) {
+        res->outcome = EXEC_HARNESS_ERROR;
+        snprintf(res->message, sizeof res->message, "worker: no request in flight");
+        return;
+    }
+    for (;;) {
+        /* Past the deadline, one last look without waiting: the answer may have come while the
+         * parent was busy (computing the reference). */
+        const double left = w->deadline - now_seconds();
+        /* The pidfd tells of a death even when a process the candidate started still holds
+         * the channel open (then no EOF would come). */
+        struct pollfd p[2] = {{.fd = w->fd, .events = POLLIN}, {.fd = w->pidfd, .events = POLLIN}};
+        const int ms = left > 0.0 ? (int)ceil(left * 1000.0) : 0;
+        int r = poll(p, w->pidfd >= 0 ? 2 : 1, ms);
+        if (r < 0 && errno == EINTR) continue;
+        if (r == 0 && left <= 0.0) {
+            finish_worker(w, 1, WORKER_REAP_AFTER_KILL_S, NULL);
+            res->outcome = EXEC_TIMEOUT;
+            snprintf(res->message, sizeof res->message,
+                     "no answer within the time limit; worker killed");
+            return;
+        }
+        if (r == 0) continue;
+        ssize_t n = -1;
+        int err = 0;
+        if (r > 0) {
+            n = recv(w->fd, res, sizeof *res, MSG_DONTWAIT);
+            err = errno;
+        }
+        const int exited = w->pidfd >= 0 && r > 0 && (p[1].revents & (POLLIN | POLLHUP));
+        if (n < 0 && (err == EINTR || err == EAGAIN) && !exited) continue;
+        if (n == (ssize_t)sizeof *res) {
+            w->in_flight = 0;
+            res->message[sizeof res->message - 1] = '\0';
+            res->device[sizeof res->device - 1] = '\0';
+            if (res->outcome == EXEC_DEVICE_FAULT) finish_worker(w, 0, WORKER_EXIT_GRACE_S, NULL);
+            return;
+        }
+        /* EOF or a broken channel: the worker died. Let it finish dying to learn how. */
+        int status = -1;
+        finish_worker(w, n > 0, WORKER_EXIT_GRACE_S, &status);
+        memset(res, 0, sizeof *res);
+        res->outcome = EXEC_CRASH;
+        if (n > 0) {
+            snprintf(res->message, sizeof res->message,
+                     "worker sent a malformed answer (%zd bytes); killed", n);
+            res->outcome = EXEC_HARNESS_ERROR;
+        } else {
+            describe_status(status, res->message, sizeof res->message);
+        }
+        return;
+    }
+}
+
+void worker_stop(worker *w)
+{
+    /* Closing the channel is the stop request: the worker calls fini and exits. */
+    finish_worker(w, 0, WORKER_EXIT_GRACE_S, NULL);
+    reap_strays(w, WORKER_REAP_AFTER_KILL_S);
+}

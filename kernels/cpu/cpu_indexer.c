@@ -1,0 +1,158 @@
+/* cpu-indexer: the DSA indexer (spec section 5) written the way a GPU kernel is, in float32.
+ *
+ * Work is split like DeepGEMM's paged MQA-logits kernel: one (request, cache block) at a time,
+ * all next_n rows of the request together. A block that lies entirely past every row's valid
+ * length is not loaded at all (not even its block-table entry): its logits are written as -inf
+ * directly. That early exit is the behaviour the harness must accept as equal to a kernel that
+ * computes everything and masks afterwards.
+ *
+ * Per position: for each head fmaxf(dot_fp32(q, k), 0) * w, summed over heads, times the
+ * position's fp32 scale last (so relu(NaN) = 0 as in DeepGEMM). The cache is read at the byte
+ * offsets of the c4-indexer layout, hard-coded here as a kernel has them, independently of the
+ * harness's layout codec.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attest/numerics.h"
+#include "cpu_kernels.h"
+
+enum {
+    C4_BLOCK = 64,            /* positions per block */
+    C4_DIM = 128,             /* fp8 elements per position */
+    C4_SCALES = 64 * 128,     /* byte offset of the fp32 scales in a block */
+    C4_BLOCK_BYTES = 8448
+};
+
+int cpu_indexer_row_len(const attest_indexer_params *p, const int32_t *context_lens, int row,
+                        int no_causal)
+{
+    int req = row / p->next_n, j = row % p->next_n;
+    int64_t len = context_lens[req];
+    if (!no_causal) len = len - p->next_n + j + 1; /* slot j sees t <= L - next_n + j */
+    if (len < 0) len = 0;
+    if (len > p->max_len) len = p->max_len;
+    return (int)len;
+}
+
+int cpu_indexer_supports(void *ctx, const attest_kernel_args *args)
+{
+    (void)ctx;
+    if (args->kernel != ATTEST_KERNEL_INDEXER || args->domain != ATTEST_DOMAIN_HOST) return 0;
+    const attest_indexer_params *p = args->u.indexer.params;
+    return p->head_dim == C4_DIM && p->next_n > 0 && p->heads > 0;
+}
+
+static float load_f32(const uint8_t *p)
+{
+    float v;
+    memcpy(&v, p, sizeof v); /* the layout stores little-endian fp32; so does every host we run */
+    return v;
+}
+
+/* Logit of one position whose fp8 row is k (already decoded) for the q rows of one request row. */
+static float position_logit(const float *q, const float *w, int heads, const float *k, float scale)
+{
+    float sum = 0.0f;
+    for (int h = 0; h < heads; h++) {
+        const float *qh = q + (size_t)h * C4_DIM;
+        float dot = 0.0f;
+        for (int d = 0; d < C4_DIM; d++) dot += qh[d] * k[d];
+        sum += fmaxf(dot, 0.0f) * w[h];
+    }
+    return sum * scale;
+}
+
+static void mask_range(float *row, int t0, int t1, cpu_indexer_mask mask)
+{
+    if (mask == CPU_MASK_SKIP) return;
+    float v = mask == CPU_MASK_ZERO ? 0.0f : -INFINITY;
+    for (int t = t0; t < t1; t++) row[t] = v;
+}
+
+int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *args)
+{
+    const attest_indexer_args *a = &args->u.indexer;
+    const attest_indexer_params *p = a->params;
+    const int n = p->next_n, heads = p->heads, width = p->max_len;
+    const int nblk = (width + C4_BLOCK - 1) / C4_BLOCK;
+    const size_t q_row = (size_t)heads * C4_DIM;
+
+    float lut[256];
+    for (int i = 0; i < 256; i++) lut[i] = attest_fp8_decode((uint8_t)i);
+
+    float *q = malloc(sizeof(float) * (q_row * (size_t)n + C4_DIM));
+    if (!q) return -1;
+    float *k = q + q_row * (size_t)n;
+    int rc = 0;
+
+    for (int req = 0; req < p->b && rc == 0; req++) {
+        const uint8_t *qb = a->q_fp8 + (size_t)req * n * q_row;
+        for (size_t i = 0; i < q_row * (size_t)n; i++) q[i] = lut[qb[i]];
+        /* The last MTP row sees the most positions: past it, every row is masked. */
+        int req_len = cpu_indexer_row_len(p, a->context_lens, req * n + n - 1, f->no_causal);
+
+        for (int blk = 0; blk < nblk; blk++) {
+            const int t0 = blk * C4_BLOCK;
+            const int t1 = t0 + C4_BLOCK < width ? t0 + C4_BLOCK : width;
+            if (t0 >= req_len) { /* early exit: the block is never touched */
+                for (int j = 0; j < n; j++)
+                    mask_range(a->logits + (size_t)(req * n + j) * width, t0, t1, f->mask);
+                continue;
+            }
+            if (blk >= p->blocks_per_req) { rc = -1; break; }
+            const int32_t phys = a->block_table[(size_t)req * p->blocks_per_req + blk];
+            if (phys < 0 || phys >= p->num_blocks) { rc = -1; break; }
+            const uint8_t *base = a->cache + (size_t)phys * C4_BLOCK_BYTES;
+
+            for (int t = t0; t < req_len && t < t1; t++) {
+                const int s = t - t0;
+                const uint8_t *kb, *sb;
+                if (f->record_stride) {
+                    kb = base + (size_t)s * f->record_stride;
+                    sb = kb + C4_DIM;
+                } else {
+                    kb = base + (size_t)s * C4_DIM;
+                    sb = base + C4_SCALES + 4 * (size_t)((s + f->scale_shift) % C4_BLOCK);
+                }
+                for (int d = 0; d < C4_DIM; d++) k[d] = lut[kb[d]];
+                const float scale = load_f32(sb);
+                for (int j = 0; j < n; j++) {
+                    const int row = req * n + j;
+                    if (t >= cpu_indexer_row_len(p, a->context_lens, row, f->no_causal)) continue;
+                    a->logits[(size_t)row * width + t] =
+                        position_logit(q + (size_t)j * q_row, a->weights + (size_t)row * heads,
+                                       heads, k, scale);
+                }
+            }
+            for (int j = 0; j < n; j++) {
+                const int row = req * n + j;
+                const int len = cpu_indexer_row_len(p, a->context_lens, row, f->no_causal);
+                mask_range(a->logits + (size_t)row * width, len > t0 ? len : t0, t1, f->mask);
+            }
+        }
+    }
+    free(q);
+    return rc;
+}
+
+static int run_indexer(void *ctx, const attest_kernel_args *args)
+{
+    (void)ctx;
+    static const cpu_indexer_faults correct = {0};
+    return cpu_indexer_compute(&correct, args);
+}
+
+const attest_candidate cpu_indexer_candidate = {
+    .abi_version = ATTEST_CANDIDATE_ABI_VERSION,
+    .struct_size = sizeof(attest_candidate),
+    .name = "cpu-indexer",
+    .description = "float32 indexer, one (request, block) at a time, early exit past the length",
+    .kernel = ATTEST_KERNEL_INDEXER,
+    .domain = ATTEST_DOMAIN_HOST,
+    .conventions = {.masking = ATTEST_MASK_NEG_INF, .lse_convention = ATTEST_LSE_EXCLUDES_SINK},
+    .supports = cpu_indexer_supports,
+    .run = run_indexer,
+};

@@ -1,0 +1,229 @@
+/* attest references: DSA indexer logits over a paged c4-indexer cache (spec sections 4-5).
+ *
+ * Position t of request b lives in physical block block_table[b][t / 64], slot t % 64. Each logit
+ * accumulates in double; a product of two fp8 values is exact in double and a 128-term sum of
+ * them is too, so the only rounding left is in the weights and the scale products.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "attest/layout.h"
+#include "attest/numerics.h"
+#include "attest/reference.h"
+#include "ref_internal.h"
+
+int32_t attest_indexer_row_length(const attest_indexer_params *p, const int32_t *context_lens,
+                                  int32_t row)
+{
+    if (p == NULL || context_lens == NULL || p->next_n <= 0 || row < 0) return 0;
+    int32_t b = row / p->next_n;
+    int32_t j = row % p->next_n;
+    if (b >= p->b) return 0;
+    /* MTP causal rule: slot j of a request of length L sees t <= L - next_n + j. */
+    int64_t len = (int64_t)context_lens[b] - p->next_n + j + 1;
+    if (len > context_lens[b]) len = context_lens[b];
+    if (len > p->max_len) len = p->max_len;
+    if (len < 0) len = 0;
+    return (int32_t)len;
+}
+
+/* torch.relu, which the README form is written in: NaN stays NaN. */
+static double relu_propagating(double x)
+{
+    return (x > 0.0 || isnan(x)) ? x : 0.0;
+}
+
+static double masked_value(attest_masking m)
+{
+    switch (m) {
+    case ATTEST_MASK_NEG_INF: return -INFINITY;
+    case ATTEST_MASK_ZERO: return 0.0;
+    default: return NAN; /* unspecified: NaN so that nothing can come to depend on it */
+    }
+}
+
+typedef struct indexer_inputs {
+    const attest_indexer_params *p;
+    attest_layout layout;
+    const uint8_t *cache;
+    const int32_t *block_table;
+    const int32_t *context_lens;
+    const uint8_t *q_fp8;
+    const float *weights;
+    const float *k_true; /* true mode only */
+    const float *q_true;
+} indexer_inputs;
+
+static attest_status indexer_check_params(const attest_indexer_params *p)
+{
+    ATTEST_RETURN_IF(p->b <= 0 || p->next_n <= 0 || p->heads <= 0 || p->num_blocks <= 0 ||
+                         p->blocks_per_req <= 0 || p->max_len < 0,
+                     ATTEST_ERR_INVALID_ARGUMENT,
+                     "indexer reference: b, next_n, heads, num_blocks, blocks_per_req must be "
+                     "positive and max_len >= 0");
+    ATTEST_RETURN_IF(p->head_dim != 128, ATTEST_ERR_INVALID_ARGUMENT,
+                     "indexer reference: head_dim = %d, the c4-indexer layout fixes it at 128",
+                     p->head_dim);
+    ATTEST_RETURN_IF(p->masking != ATTEST_MASK_NEG_INF && p->masking != ATTEST_MASK_ZERO &&
+                         p->masking != ATTEST_MASK_UNSPECIFIED,
+                     ATTEST_ERR_INVALID_ARGUMENT, "indexer reference: unknown masking %d",
+                     (int)p->masking);
+    ATTEST_RETURN_IF((int64_t)p->b * p->next_n > INT32_MAX, ATTEST_ERR_INVALID_ARGUMENT,
+                     "indexer reference: b * next_n = %lld rows is too many",
+                     (long long)p->b * p->next_n);
+    return ATTEST_OK;
+}
+
+static attest_status indexer_load(const attest_case *c, attest_ref_mode mode, indexer_inputs *in)
+{
+    const attest_indexer_params *p = &c->params.indexer;
+    ATTEST_FORWARD(indexer_check_params(p));
+    in->p = p;
+    ATTEST_FORWARD(attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, ATTEST_INDEXER_BLOCK, 0,
+                                      &in->layout));
+    size_t n_cache, n_bt, n_q, n_w;
+    ATTEST_FORWARD(attest_ref_count_(&n_cache, "cache_bytes", 2, (int64_t)p->num_blocks,
+                                     (int64_t)in->layout.page_stride));
+    ATTEST_FORWARD(attest_ref_count_(&n_bt, "block_table", 2, (int64_t)p->b,
+                                     (int64_t)p->blocks_per_req));
+    ATTEST_FORWARD(attest_ref_count_(&n_q, "q_fp8", 4, (int64_t)p->b, (int64_t)p->next_n,
+                                     (int64_t)p->heads, (int64_t)p->head_dim));
+    ATTEST_FORWARD(attest_ref_count_(&n_w, "weights", 3, (int64_t)p->b, (int64_t)p->next_n,
+                                     (int64_t)p->heads));
+    const void *d;
+    ATTEST_FORWARD(attest_ref_tensor_(c, "cache_bytes", ATTEST_DTYPE_U8, n_cache, &d));
+    in->cache = d;
+    ATTEST_FORWARD(attest_ref_tensor_(c, "block_table", ATTEST_DTYPE_I32, n_bt, &d));
+    in->block_table = d;
+    ATTEST_FORWARD(attest_ref_tensor_(c, "context_lens", ATTEST_DTYPE_I32, (size_t)p->b, &d));
+    in->context_lens = d;
+    ATTEST_FORWARD(attest_ref_tensor_(c, "q_fp8", ATTEST_DTYPE_U8, n_q, &d));
+    in->q_fp8 = d;
+    ATTEST_FORWARD(attest_ref_tensor_(c, "weights", ATTEST_DTYPE_F32, n_w, &d));
+    in->weights = d;
+    in->k_true = NULL;
+    in->q_true = NULL;
+    if (mode == ATTEST_REF_TRUE) {
+        size_t n_k;
+        ATTEST_FORWARD(attest_ref_count_(&n_k, "k_true", 3, (int64_t)p->num_blocks,
+                                         (int64_t)ATTEST_INDEXER_BLOCK, (int64_t)p->head_dim));
+        ATTEST_FORWARD(attest_ref_tensor_(c, "k_true", ATTEST_DTYPE_F32, n_k, &d));
+        in->k_true = d;
+        ATTEST_FORWARD(attest_ref_tensor_(c, "q_true", ATTEST_DTYPE_F32, n_q, &d));
+        in->q_true = d;
+    }
+    return ATTEST_OK;
+}
+
+/* Physical block of position t of request b, range-checked against the table and the pool. */
+static attest_status indexer_block(const indexer_inputs *in, int32_t b, int32_t t, int32_t *block)
+{
+    const attest_indexer_params *p = in->p;
+    int32_t j = t / (int32_t)ATTEST_INDEXER_BLOCK;
+    ATTEST_RETURN_IF(j >= p->blocks_per_req, ATTEST_ERR_INVALID_ARGUMENT,
+                     "indexer reference: context_lens[%d] = %d needs block %d, block_table has %d",
+                     b, in->context_lens[b], j, p->blocks_per_req);
+    int32_t blk = in->block_table[(size_t)b * (size_t)p->blocks_per_req + (size_t)j];
+    ATTEST_RETURN_IF(blk < 0 || blk >= p->num_blocks, ATTEST_ERR_INVALID_ARGUMENT,
+                     "indexer reference: block_table[%d][%d] = %d outside [0, %d)", b, j, blk,
+                     p->num_blocks);
+    *block = blk;
+    return ATTEST_OK;
+}
+
+/* One valid logit. q holds the row's heads x D query values, k the position's D key values
+ * (raw fp8 values in kernel order, fp8 * scale in README order, truth in true mode). */
+static double indexer_logit(const indexer_inputs *in, const double *q, const double *k,
+                            const float *w, double kscale, attest_ref_mode mode,
+                            attest_indexer_order order)
+{
+    const int32_t H = in->p->heads, D = in->p->head_dim;
+    double acc = 0.0;
+    for (int32_t h = 0; h < H; h++) {
+        const double *qh = q + (size_t)h * (size_t)D;
+        double dot = 0.0;
+        for (int32_t d = 0; d < D; d++) dot += qh[d] * k[d];
+        /* DeepGEMM's kernel: fmaxf(dot, 0), so a NaN dot contributes 0, not NaN. */
+        double r = (mode == ATTEST_REF_SIMULATED && order == ATTEST_INDEXER_ORDER_README)
+                       ? relu_propagating(dot)
+                       : fmax(dot, 0.0);
+        acc += (double)w[h] * r;
+    }
+    if (mode == ATTEST_REF_SIMULATED && order == ATTEST_INDEXER_ORDER_KERNEL) acc *= kscale;
+    return acc;
+}
+
+static attest_status indexer_row(const indexer_inputs *in, attest_ref_mode mode,
+                                 attest_indexer_order order, int32_t row, double *q, double *k,
+                                 double *out)
+{
+    const attest_indexer_params *p = in->p;
+    const int32_t H = p->heads, D = p->head_dim;
+    const int32_t b = row / p->next_n;
+    const int32_t len = attest_indexer_row_length(p, in->context_lens, row);
+    const size_t qbase = (size_t)row * (size_t)H * (size_t)D; /* [b, next_n] flattens to row */
+    for (size_t i = 0; i < (size_t)H * (size_t)D; i++)
+        q[i] = mode == ATTEST_REF_TRUE ? (double)in->q_true[qbase + i]
+                                       : (double)attest_fp8_decode(in->q_fp8[qbase + i]);
+    const float *w = in->weights + (size_t)row * (size_t)H;
+
+    for (int32_t t = 0; t < len; t++) {
+        int32_t blk = 0;
+        ATTEST_FORWARD(indexer_block(in, b, t, &blk));
+        uint32_t slot = (uint32_t)t % ATTEST_INDEXER_BLOCK;
+        size_t phys = (size_t)blk * ATTEST_INDEXER_BLOCK + slot;
+        double kscale = 1.0;
+        if (mode == ATTEST_REF_TRUE) {
+            for (int32_t d = 0; d < D; d++) k[d] = (double)in->k_true[phys * (size_t)D + (size_t)d];
+        } else {
+            const uint8_t *page = in->cache + (size_t)blk * in->layout.page_stride;
+            if (order == ATTEST_INDEXER_ORDER_README) {
+                attest_layout_decode_token(&in->layout, page, slot, k);
+            } else {
+                attest_token_offsets off;
+                ATTEST_FORWARD(attest_layout_token_offsets(&in->layout, slot, &off));
+                for (int32_t d = 0; d < D; d++)
+                    k[d] = (double)attest_fp8_decode(page[off.fp8 + (size_t)d]);
+                kscale = attest_layout_token_scale(&in->layout, page, slot, 0);
+            }
+        }
+        out[t] = indexer_logit(in, q, k, w, kscale, mode, order);
+    }
+    const double fill = masked_value(p->masking);
+    for (int32_t t = len; t < p->max_len; t++) out[t] = fill;
+    return ATTEST_OK;
+}
+
+attest_status attest_ref_indexer_logits(const attest_case *c, attest_ref_mode mode,
+                                        attest_indexer_order order, double *logits)
+{
+    ATTEST_RETURN_IF(c == NULL || logits == NULL, ATTEST_ERR_INVALID_ARGUMENT,
+                     "indexer reference: NULL case or output");
+    ATTEST_RETURN_IF(c->kernel != ATTEST_KERNEL_INDEXER, ATTEST_ERR_INVALID_ARGUMENT,
+                     "indexer reference: the case is not an indexer case");
+    ATTEST_RETURN_IF(mode != ATTEST_REF_SIMULATED && mode != ATTEST_REF_TRUE,
+                     ATTEST_ERR_INVALID_ARGUMENT, "indexer reference: unknown mode %d", (int)mode);
+    ATTEST_RETURN_IF(order != ATTEST_INDEXER_ORDER_KERNEL && order != ATTEST_INDEXER_ORDER_README,
+                     ATTEST_ERR_INVALID_ARGUMENT, "indexer reference: unknown order %d",
+                     (int)order);
+    indexer_inputs in;
+    ATTEST_FORWARD(indexer_load(c, mode, &in));
+    const attest_indexer_params *p = in.p;
+    size_t nq;
+    ATTEST_FORWARD(attest_ref_count_(&nq, "query row", 2, (int64_t)p->heads, (int64_t)p->head_dim));
+    double *q = malloc(nq * sizeof *q);
+    double *k = malloc((size_t)p->head_dim * sizeof *k);
+    if (q == NULL || k == NULL) {
+        free(q);
+        free(k);
+        return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "indexer reference: out of memory");
+    }
+    attest_status st = ATTEST_OK;
+    const int32_t rows = p->b * p->next_n;
+    for (int32_t row = 0; row < rows && st == ATTEST_OK; row++)
+        st = indexer_row(&in, mode, order, row, q, k, logits + (size_t)row * (size_t)p->max_len);
+    free(q);
+    free(k);
+    return st;
+}

@@ -1,2 +1,0 @@
-/* PLACEHOLDER: removed once the module has real sources. */
-typedef int attest_placeholder_unused;

@@ -1,0 +1,21 @@
+/* attest references: one entry point that computes every output tensor of a case. */
+#include <stddef.h>
+
+#include "attest/reference.h"
+
+attest_status attest_ref_compute(const attest_case *c, attest_ref_mode mode, double **outputs)
+{
+    ATTEST_RETURN_IF(c == NULL || outputs == NULL, ATTEST_ERR_INVALID_ARGUMENT,
+                     "reference: NULL case or outputs");
+    switch (c->kernel) {
+    case ATTEST_KERNEL_INDEXER:
+        ATTEST_RETURN_IF(outputs[0] == NULL, ATTEST_ERR_INVALID_ARGUMENT,
+                         "reference: NULL buffer for logits");
+        return attest_ref_indexer_logits(c, mode, ATTEST_INDEXER_ORDER_KERNEL, outputs[0]);
+    case ATTEST_KERNEL_MLA_DECODE:
+        ATTEST_RETURN_IF(outputs[0] == NULL || outputs[1] == NULL, ATTEST_ERR_INVALID_ARGUMENT,
+                         "reference: NULL buffer for out_bf16 or lse");
+        return attest_ref_mla_decode(c, mode, outputs[0], outputs[1]);
+    }
+    return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "reference: unknown kernel %d", (int)c->kernel);
+}

@@ -1,0 +1,170 @@
+/* attest reports: severity, element coordinates in the kernel's terms, and the one-case lines
+ * (failure line, headline, brief metrics) that the summary and the grouped failures reuse.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report_internal.h"
+
+int attest_report_verdict_rank(attest_verdict v)
+{
+    switch (v) {
+    case ATTEST_VERDICT_CRASH: return 0;
+    case ATTEST_VERDICT_OUT_OF_BOUNDS_WRITE: return 1;
+    case ATTEST_VERDICT_INPUT_MODIFIED: return 2;
+    case ATTEST_VERDICT_TIMEOUT: return 3;
+    case ATTEST_VERDICT_NONDETERMINISTIC: return 4;
+    case ATTEST_VERDICT_HARNESS_ERROR: return 5;
+    case ATTEST_VERDICT_MISMATCH: return 6;
+    case ATTEST_VERDICT_UNSUPPORTED: return 7;
+    case ATTEST_VERDICT_OK: return 8;
+    case ATTEST_VERDICT_COUNT_: break;
+    }
+    return 5; /* unknown: attest could not say what happened */
+}
+
+/* NaN sorts as the largest error: a metric that could not be computed hides nothing. */
+static double key(double v) { return isnan(v) ? INFINITY : v; }
+
+typedef struct severity {
+    int rank;
+    uint64_t nonfinite;
+    double max_rel, cos_diff, fail_fraction;
+} severity;
+
+static severity severity_of(const attest_case_record *r)
+{
+    severity s = {attest_report_verdict_rank(r->verdict), 0, 0.0, 0.0, 0.0};
+    int n = r->num_outputs < 0 ? 0 : r->num_outputs;
+    if (n > ATTEST_RECORD_MAX_OUTPUTS) n = ATTEST_RECORD_MAX_OUTPUTS;
+    for (int k = 0; k < n; k++) {
+        const attest_tensor_metrics *m = &r->outputs[k];
+        s.nonfinite += m->nonfinite_mismatches;
+        if (key(m->max_rel) > s.max_rel) s.max_rel = key(m->max_rel);
+        if (key(m->cos_diff) > s.cos_diff) s.cos_diff = key(m->cos_diff);
+        if (key(m->element_fail_fraction) > s.fail_fraction)
+            s.fail_fraction = key(m->element_fail_fraction);
+    }
+    return s;
+}
+
+int attest_report_severity_cmp(const attest_case_record *a, const attest_case_record *b)
+{
+    severity x = severity_of(a), y = severity_of(b);
+    if (x.rank != y.rank) return x.rank < y.rank ? -1 : 1;
+    if (x.nonfinite != y.nonfinite) return x.nonfinite > y.nonfinite ? -1 : 1;
+    if (x.max_rel != y.max_rel) return x.max_rel > y.max_rel ? -1 : 1;
+    if (x.cos_diff != y.cos_diff) return x.cos_diff > y.cos_diff ? -1 : 1;
+    if (x.fail_fraction != y.fail_fraction) return x.fail_fraction > y.fail_fraction ? -1 : 1;
+    if (a->case_id != b->case_id) return a->case_id < b->case_id ? -1 : 1;
+    return 0;
+}
+
+void attest_rep_num(double v, char *buf, size_t cap)
+{
+    if (isnan(v)) snprintf(buf, cap, "nan");
+    else if (isinf(v)) snprintf(buf, cap, v > 0 ? "inf" : "-inf");
+    else if (v == 0.0) snprintf(buf, cap, "0");
+    else snprintf(buf, cap, "%.3e", v);
+}
+
+void attest_report_coord_string(attest_kernel kernel, const char *output, const attest_coord *co,
+                                char *buf, size_t cap)
+{
+    static const char *const indexer_logits[] = {"row", "t"};
+    static const char *const mla_out[] = {"request", "query", "head", "dim"};
+    const char *const *names = NULL;
+    int want_rank = -1;
+    if (kernel == ATTEST_KERNEL_INDEXER && !strcmp(output, "logits")) {
+        names = indexer_logits;
+        want_rank = 2;
+    } else if (kernel == ATTEST_KERNEL_MLA_DECODE && !strcmp(output, "out_bf16")) {
+        names = mla_out;
+        want_rank = 4;
+    } else if (kernel == ATTEST_KERNEL_MLA_DECODE && !strcmp(output, "lse")) {
+        names = mla_out;
+        want_rank = 3;
+    }
+    if (co->rank < 1 || co->rank > 4) {
+        snprintf(buf, cap, "%s (no element)", output);
+        return;
+    }
+    size_t used = 0;
+    int n = snprintf(buf, cap, "%s[", output);
+    if (n < 0 || (size_t)n >= cap) return;
+    used = (size_t)n;
+    for (int i = 0; i < co->rank; i++) {
+        if (names && co->rank == want_rank)
+            n = snprintf(buf + used, cap - used, "%s%s %" PRId64, i ? ", " : "", names[i],
+                         co->index[i]);
+        else
+            n = snprintf(buf + used, cap - used, "%s%" PRId64, i ? ", " : "", co->index[i]);
+        if (n < 0 || (size_t)n >= cap - used) return;
+        used += (size_t)n;
+    }
+    snprintf(buf + used, cap - used, "]");
+}
+
+/* The kernel a record's parameter string names ("kernel=indexer,..."), or 0. */
+static attest_kernel kernel_of(const attest_case_record *rec)
+{
+    if (!strncmp(rec->params, "kernel=indexer", 14)) return ATTEST_KERNEL_INDEXER;
+    if (!strncmp(rec->params, "kernel=mla-decode", 17)) return ATTEST_KERNEL_MLA_DECODE;
+    return (attest_kernel)0;
+}
+
+int attest_rep_main_output(const attest_case_record *rec)
+{
+    int n = rec->num_outputs > ATTEST_RECORD_MAX_OUTPUTS ? ATTEST_RECORD_MAX_OUTPUTS
+                                                         : rec->num_outputs;
+    for (int k = 0; k < n; k++)
+        if (rec->outputs[k].failed_gates) return k;
+    return 0;
+}
+
+void attest_rep_headline(FILE *f, const attest_case_record *rec)
+{
+    char gates[96];
+    attest_gate_mask_string(rec->failed_gates, gates, sizeof gates);
+    fprintf(f, "#%" PRIu64 " %s", rec->case_id, attest_verdict_name(rec->verdict));
+    if (gates[0]) fprintf(f, " [%s]", gates);
+    if (rec->candidate[0]) fprintf(f, " %.*s", (int)sizeof rec->candidate, rec->candidate);
+}
+
+void attest_rep_brief(FILE *f, const attest_case_record *rec)
+{
+    const char *sep = "";
+    if (rec->num_outputs > 0 && rec->failed_gates) {
+        const attest_tensor_metrics *m = &rec->outputs[attest_rep_main_output(rec)];
+        char rel[32], cosd[32], coord[160];
+        attest_rep_num(m->max_rel, rel, sizeof rel);
+        attest_rep_num(m->cos_diff, cosd, sizeof cosd);
+        fprintf(f, "%.*s: max_rel %s, cos_diff %s", (int)sizeof m->output, m->output, rel, cosd);
+        if (m->element_failures)
+            fprintf(f, ", %" PRIu64 "/%" PRIu64 " elements off", m->element_failures,
+                    m->finite_pairs ? m->finite_pairs : m->count);
+        if (m->nonfinite_mismatches)
+            fprintf(f, ", %" PRIu64 " inf/nan mismatches", m->nonfinite_mismatches);
+        if (m->unwritten) fprintf(f, ", %" PRIu64 " unwritten", m->unwritten);
+        if (m->topk_checked && (m->failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_TOPK)))
+            fprintf(f, ", top-k recall %.4f (row %d)", m->topk_recall, (int)m->topk_worst_row);
+        if (m->worst.rank > 0) {
+            attest_report_coord_string(kernel_of(rec), m->output, &m->worst, coord, sizeof coord);
+            fprintf(f, ", worst at %s", coord);
+        }
+        sep = "; ";
+    }
+    if (rec->message[0]) fprintf(f, "%s%.*s", sep, (int)sizeof rec->message, rec->message);
+}
+
+void attest_report_failure_line(FILE *f, const attest_case_record *rec, const char *replay)
+{
+    attest_rep_headline(f, rec);
+    fputs("  ", f);
+    attest_rep_brief(f, rec);
+    fprintf(f, "\n    seed 0x%016" PRIx64 "  %.*s\n", rec->seed, (int)sizeof rec->params,
+            rec->params);
+    if (replay && replay[0]) fprintf(f, "    replay: %s\n", replay);
+}

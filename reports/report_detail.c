@@ -1,0 +1,271 @@
+/* attest reports: one case in detail (what `attest replay` prints). Per output: every gate with
+ * its value, bound and result; the worst element and the first non-finite mismatch in the
+ * kernel's terms, and, given the case, where that element's inputs live in memory.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attest/layout.h"
+#include "report_internal.h"
+
+static const char *gate_result(const attest_tensor_metrics *m, attest_gate g)
+{
+    return (m->failed_gates & ATTEST_GATE_BIT(g)) ? "FAIL" : "pass";
+}
+
+static void gate_row(FILE *f, const char *gate, const char *value, const char *bound,
+                     const char *result)
+{
+    fprintf(f, "    %-10s %-34s %-34s %s\n", gate, value, bound, result);
+}
+
+static void gate_table(FILE *f, const attest_tensor_metrics *m, const attest_tolerance *t)
+{
+    char v[96], b[128], x[32], y[32];
+    gate_row(f, "gate", "value", "bound", "result");
+
+    snprintf(v, sizeof v, "%" PRIu64 " mismatched positions", m->nonfinite_mismatches);
+    gate_row(f, "nonfinite", v, "+inf/-inf/nan positions equal",
+             gate_result(m, ATTEST_GATE_NONFINITE));
+    fprintf(f, "    %-10s reference +inf %" PRIu64 " -inf %" PRIu64 " nan %" PRIu64
+               "; candidate +inf %" PRIu64 " -inf %" PRIu64 " nan %" PRIu64 "\n",
+            "", m->ref_posinf, m->ref_neginf, m->ref_nan, m->cand_posinf, m->cand_neginf,
+            m->cand_nan);
+
+    uint64_t base = m->finite_pairs ? m->finite_pairs : m->count;
+    snprintf(v, sizeof v, "%" PRIu64 " of %" PRIu64 " off (%.4g%%)", m->element_failures, base,
+             100.0 * m->element_fail_fraction);
+    if (t) {
+        attest_rep_num(m->atol_effective > 0 ? m->atol_effective : t->atol, x, sizeof x);
+        attest_rep_num(t->rtol, y, sizeof y);
+        snprintf(b, sizeof b, "<= %.4g%% off; |d| <= %s or %s*|r|", 100.0 * t->max_fail_fraction,
+                 x, y);
+    } else {
+        snprintf(b, sizeof b, "-");
+    }
+    gate_row(f, "element", v, b, gate_result(m, ATTEST_GATE_ELEMENT));
+
+    attest_rep_num(m->cos_diff, v, sizeof v);
+    if (t) {
+        attest_rep_num(t->cos_diff_max, x, sizeof x);
+        snprintf(b, sizeof b, "<= %s", x);
+    }
+    gate_row(f, "cosine", v, t ? b : "-", gate_result(m, ATTEST_GATE_COSINE));
+
+    attest_rep_num(m->nmse, v, sizeof v);
+    int nmse_off = t && t->nmse_max < 0;
+    if (t && !nmse_off) {
+        attest_rep_num(t->nmse_max, x, sizeof x);
+        snprintf(b, sizeof b, "<= %s", x);
+    }
+    gate_row(f, "nmse", v, nmse_off ? "off" : t ? b : "-",
+             nmse_off ? "off" : gate_result(m, ATTEST_GATE_NMSE));
+
+    snprintf(v, sizeof v, "%.6g steps", m->max_code_distance);
+    int code_off = t && t->max_code_distance < 0;
+    if (t && !code_off) snprintf(b, sizeof b, "<= %.6g steps", t->max_code_distance);
+    gate_row(f, "code", v, code_off ? "off" : t ? b : "-",
+             code_off ? "off" : gate_result(m, ATTEST_GATE_CODE));
+
+    snprintf(v, sizeof v, "%" PRIu64 " elements still poisoned", m->unwritten);
+    gate_row(f, "unwritten", v, "0", gate_result(m, ATTEST_GATE_UNWRITTEN));
+
+    if (m->topk_checked) {
+        snprintf(v, sizeof v, "recall %.6f (worst row %d)", m->topk_recall, (int)m->topk_worst_row);
+        if (t) snprintf(b, sizeof b, ">= %.6g", t->topk_min_recall);
+        gate_row(f, "topk", v, t ? b : "-", gate_result(m, ATTEST_GATE_TOPK));
+    } else {
+        gate_row(f, "topk", "not run", "-", "-");
+    }
+}
+
+static int32_t i32_at(const attest_case *c, const char *name, size_t index, int *ok)
+{
+    const attest_tensor *t = attest_case_tensor_const(c, name);
+    if (!t || !t->data || t->dtype != ATTEST_DTYPE_I32 || index >= attest_tensor_count(t)) {
+        *ok = 0;
+        return 0;
+    }
+    *ok = 1;
+    return ((const int32_t *)t->data)[index];
+}
+
+/* Where an indexer logit's inputs live: the row's request and MTP slot, its valid length, and
+ * the position's block and bytes in the cache (spec 4 and 5). */
+static void indexer_element(FILE *f, const attest_case *c, const attest_coord *co)
+{
+    const attest_indexer_params *p = &c->params.indexer;
+    if (co->rank != 2 || p->next_n < 1) return;
+    int64_t row = co->index[0], t = co->index[1];
+    int64_t request = row / p->next_n, slot = row % p->next_n;
+    fprintf(f, "      row %" PRId64 " = request %" PRId64 ", next_n slot %" PRId64
+               "; position t = %" PRId64 "\n",
+            row, request, slot, t);
+    int ok = 0;
+    int32_t len = i32_at(c, "context_lens", (size_t)request, &ok);
+    if (ok) {
+        int64_t valid = (int64_t)len - p->next_n + slot + 1; /* t <= L - next_n + slot */
+        if (valid < 0) valid = 0;
+        fprintf(f, "      request length L = %d; this row sees t < %" PRId64
+                   " (t <= L - next_n + slot): position %s\n",
+                (int)len, valid,
+                t < valid ? "inside the row" : "masked (past the row's length)");
+    }
+    int64_t j = t / ATTEST_INDEXER_BLOCK, in_block = t % ATTEST_INDEXER_BLOCK;
+    if (j >= p->blocks_per_req) {
+        fprintf(f, "      logical block %" PRId64 " is past the block table (%d per request)\n", j,
+                (int)p->blocks_per_req);
+        return;
+    }
+    int32_t phys = i32_at(c, "block_table", (size_t)(request * p->blocks_per_req + j), &ok);
+    if (!ok) return;
+    fprintf(f, "      logical block %" PRId64 " (positions %" PRId64 "..%" PRId64
+               "), slot %" PRId64 " in it; physical block %d = block_table[%" PRId64 "][%" PRId64
+               "]\n",
+            j, j * ATTEST_INDEXER_BLOCK, j * ATTEST_INDEXER_BLOCK + ATTEST_INDEXER_BLOCK - 1,
+            in_block, (int)phys, request, j);
+    attest_layout L;
+    attest_token_offsets off;
+    if (phys < 0 || phys >= p->num_blocks ||
+        attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, ATTEST_INDEXER_BLOCK, 0, &L) != ATTEST_OK ||
+        attest_layout_token_offsets(&L, (uint32_t)in_block, &off) != ATTEST_OK) {
+        attest_clear_error();
+        fprintf(f, "      (physical block outside the pool of %d blocks)\n", (int)p->num_blocks);
+        return;
+    }
+    uint64_t base = (uint64_t)phys * L.page_stride;
+    fprintf(f, "      cache_bytes: fp8 row at byte %" PRIu64 " (%d * %" PRIu64 " + %" PRIu64
+               ", %u bytes); scale at byte %" PRIu64 " (%d * %" PRIu64 " + %" PRIu64
+               ", float32)",
+            base + off.fp8, (int)phys, L.page_stride, off.fp8, L.fp8_dim, base + off.scale[0],
+            (int)phys, L.page_stride, off.scale[0]);
+    const attest_tensor *cache = attest_case_tensor_const(c, "cache_bytes");
+    if (cache && cache->data && base + L.page_stride <= cache->nbytes)
+        fprintf(f, " = %.9g", attest_layout_token_scale(&L, (const uint8_t *)cache->data + base,
+                                                         (uint32_t)in_block, 0));
+    fputc('\n', f);
+}
+
+/* Counts the valid (not -1) entries of one query's index list, honoring a length tensor. */
+static void mla_indices(FILE *f, const attest_case *c, const char *indices, const char *lengths,
+                        int has_lengths, int32_t topk, int64_t request, int64_t query, int32_t s_q)
+{
+    const attest_tensor *t = attest_case_tensor_const(c, indices);
+    if (!t || !t->data || topk <= 0) return;
+    size_t start = ((size_t)request * (size_t)s_q + (size_t)query) * (size_t)topk;
+    if (start + (size_t)topk > attest_tensor_count(t)) return;
+    int32_t limit = topk;
+    int ok = 0;
+    if (has_lengths) {
+        int32_t len = i32_at(c, lengths, (size_t)request, &ok);
+        if (ok && len < limit) limit = len < 0 ? 0 : len;
+    }
+    int32_t valid = 0;
+    const int32_t *idx = (const int32_t *)t->data + start;
+    for (int32_t k = 0; k < limit; k++) valid += idx[k] != -1;
+    fprintf(f, "      %s[%" PRId64 ", %" PRId64 "]: %d of %d slots valid", indices, request, query,
+            (int)valid, (int)topk);
+    if (has_lengths && ok) fprintf(f, " (%s = %d)", lengths, (int)limit);
+    fputc('\n', f);
+}
+
+static void mla_element(FILE *f, const attest_case *c, const attest_coord *co)
+{
+    const attest_mla_params *p = &c->params.mla;
+    if (co->rank < 3) return;
+    int64_t request = co->index[0], query = co->index[1], head = co->index[2];
+    mla_indices(f, c, "indices", "topk_length", p->has_topk_length, p->topk, request, query,
+                p->s_q);
+    if (p->has_extra)
+        mla_indices(f, c, "extra_indices", "extra_topk_length", p->has_extra_topk_length,
+                    p->extra_topk, request, query, p->s_q);
+    const attest_tensor *sink = attest_case_tensor_const(c, "attn_sink");
+    if (p->has_sink && sink && sink->data && head >= 0 && (size_t)head < attest_tensor_count(sink))
+        fprintf(f, "      attn_sink[%" PRId64 "] = %.9g (lse %s the sink)\n", head,
+                (double)((const float *)sink->data)[head],
+                p->lse_convention == ATTEST_LSE_INCLUDES_SINK ? "includes" : "excludes");
+}
+
+static attest_kernel kernel_of(const attest_case_record *rec, const attest_case *c)
+{
+    if (c) return c->kernel;
+    if (!strncmp(rec->params, "kernel=indexer", 14)) return ATTEST_KERNEL_INDEXER;
+    if (!strncmp(rec->params, "kernel=mla-decode", 17)) return ATTEST_KERNEL_MLA_DECODE;
+    return (attest_kernel)0;
+}
+
+static void element(FILE *f, attest_kernel kernel, const attest_tensor_metrics *m,
+                    const attest_coord *co, const attest_case *c)
+{
+    if (!c) return;
+    if (kernel == ATTEST_KERNEL_INDEXER && !strcmp(m->output, "logits")) indexer_element(f, c, co);
+    if (kernel == ATTEST_KERNEL_MLA_DECODE) mla_element(f, c, co);
+}
+
+static void output_detail(FILE *f, const attest_case_record *rec, int k, const attest_case *c,
+                          const attest_tolerance *tol)
+{
+    const attest_tensor_metrics *m = &rec->outputs[k];
+    attest_kernel kernel = kernel_of(rec, c);
+    char gates[96];
+    attest_gate_mask_string(m->failed_gates, gates, sizeof gates);
+    fprintf(f, "  output %.*s: %" PRIu64 " elements compared, %" PRIu64 " finite pairs: %s%s%s%s\n",
+            (int)sizeof m->output, m->output, m->count, m->finite_pairs,
+            m->failed_gates ? "FAIL (" : "pass", gates, m->failed_gates ? ")" : "",
+            m->vacuous ? ", VACUOUS" : "");
+    if (m->vacuous)
+        fprintf(f, "    vacuous: the reference is all masked or non-finite, or too small against "
+                   "atol: this output could not show a difference\n");
+    gate_table(f, m, tol);
+    if (tol && tol->source[0]) fprintf(f, "    bounds from: %.*s\n", (int)sizeof tol->source,
+                                       tol->source);
+    char coord[200], d[32], rel[32];
+    if (m->worst.rank > 0) {
+        attest_report_coord_string(kernel, m->output, &m->worst, coord, sizeof coord);
+        double diff = fabs(m->worst_cand - m->worst_ref);
+        attest_rep_num(diff, d, sizeof d);
+        attest_rep_num(m->worst_ref != 0 ? diff / fabs(m->worst_ref) : INFINITY, rel, sizeof rel);
+        fprintf(f, "    worst element %s: reference %.9g, candidate %.9g (|diff| %s, rel %s)\n",
+                coord, m->worst_ref, m->worst_cand, d, rel);
+        element(f, kernel, m, &m->worst, c);
+    }
+    if (m->nonfinite_mismatches && m->first_nonfinite_mismatch.rank > 0) {
+        attest_report_coord_string(kernel, m->output, &m->first_nonfinite_mismatch, coord,
+                                   sizeof coord);
+        fprintf(f, "    first inf/nan mismatch at %s\n", coord);
+        element(f, kernel, m, &m->first_nonfinite_mismatch, c);
+    }
+}
+
+void attest_report_case_detail(FILE *f, const attest_case_record *rec, const attest_case *c,
+                               const attest_tolerance *tol)
+{
+    fputs("case ", f);
+    attest_rep_headline(f, rec);
+    fprintf(f, "\n  seed 0x%016" PRIx64 ", %d run%s\n", rec->seed, (int)rec->reruns,
+            rec->reruns == 1 ? "" : "s");
+    fprintf(f, "  params: %.*s\n", (int)sizeof rec->params, rec->params);
+    if (rec->message[0]) fprintf(f, "  message: %.*s\n", (int)sizeof rec->message, rec->message);
+    if (rec->integrity_flags) {
+        static const char *const names[] = {"canary changed (out-of-bounds write)",
+                                            "input modified", "re-runs differ bitwise",
+                                            "candidate returned an error"};
+        fputs("  integrity:", f);
+        const char *sep = " ";
+        for (unsigned b = 0; b < 32; b++) {
+            if (!(rec->integrity_flags & (1u << b))) continue;
+            if (b < 4) fprintf(f, "%s%s", sep, names[b]);
+            else fprintf(f, "%sbit %u", sep, b);
+            sep = "; ";
+        }
+        fputc('\n', f);
+    }
+    int n = rec->num_outputs < 0 ? 0 : rec->num_outputs;
+    if (n > ATTEST_RECORD_MAX_OUTPUTS) n = ATTEST_RECORD_MAX_OUTPUTS;
+    if (n == 0) fprintf(f, "  no output was compared\n");
+    for (int k = 0; k < n; k++) output_detail(f, rec, k, c, tol ? &tol[k] : NULL);
+    fprintf(f, "  time: generate %.3f s, reference %.3f s, candidate %.3f s, compare %.3f s\n",
+            rec->gen_seconds, rec->ref_seconds, rec->run_seconds, rec->compare_seconds);
+}

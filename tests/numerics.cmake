@@ -1,0 +1,8 @@
+# Registrations of the numerics and layout modules (issue 2) beyond the auto-registered
+# test_numerics / test_layout: the ml_dtypes cross-check, which runs the numerics_dump helper
+# (an executable, not a test), and the `attest layout describe` CLI checks.
+add_executable(numerics_dump numerics_dump.c)
+target_link_libraries(numerics_dump PRIVATE attest_harness)
+attest_add_python_test(check_numerics py/check_numerics.py LABELS unit
+  ARGS $<TARGET_FILE:numerics_dump>)
+attest_add_python_test(check_layout_cli py/check_layout_cli.py LABELS unit)

@@ -1,0 +1,503 @@
+/* Tests of the report printers with hand-built records: the summary, severity order, failures
+ * grouped by verdict and gate, the detailed mismatch report (coordinates, blocks and byte offsets
+ * computed by hand from spec sections 4-6), the failure and progress lines, and `attest show` on
+ * a results file. Output is captured with open_memstream. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "attest/report.h"
+#include "attest/results.h"
+
+typedef struct capture {
+    char *buf;
+    size_t len;
+    FILE *f;
+} capture;
+
+static FILE *cap_open(capture *c)
+{
+    memset(c, 0, sizeof *c);
+    c->f = open_memstream(&c->buf, &c->len);
+    assert_non_null(c->f);
+    return c->f;
+}
+
+static const char *cap_text(capture *c)
+{
+    fflush(c->f);
+    return c->buf;
+}
+
+static void cap_close(capture *c)
+{
+    fclose(c->f);
+    free(c->buf);
+}
+
+#define assert_contains(text, needle)                                                             \
+    do {                                                                                           \
+        if (!strstr((text), (needle))) fail_msg("missing \"%s\" in:\n%s", (needle), (text));       \
+    } while (0)
+
+static attest_case_record make_rec(uint64_t id, attest_verdict v, uint32_t gates, double max_rel)
+{
+    attest_case_record r;
+    memset(&r, 0, sizeof r);
+    r.case_id = id;
+    r.seed = 0x1000 + id;
+    snprintf(r.params, sizeof r.params, "kernel=mla-decode,layout=mla-v4,b=2,case=%llu",
+             (unsigned long long)id);
+    snprintf(r.candidate, sizeof r.candidate, "cpu-mla");
+    r.verdict = v;
+    r.failed_gates = gates;
+    r.reruns = 2;
+    r.num_outputs = 2;
+    snprintf(r.outputs[0].output, sizeof r.outputs[0].output, "out_bf16");
+    snprintf(r.outputs[1].output, sizeof r.outputs[1].output, "lse");
+    r.outputs[0].failed_gates = gates;
+    r.outputs[0].max_rel = max_rel;
+    r.outputs[0].count = 1000;
+    r.outputs[0].finite_pairs = 1000;
+    r.outputs[0].worst.rank = 4;
+    r.outputs[0].worst.index[0] = 1;
+    r.outputs[0].worst.index[2] = 3;
+    r.outputs[0].worst.index[3] = 77;
+    r.outputs[1].worst.rank = -1;
+    r.gen_seconds = 0.25;
+    r.run_seconds = 0.5;
+    return r;
+}
+
+enum { ELEM = 1u << ATTEST_GATE_ELEMENT, COS = 1u << ATTEST_GATE_COSINE };
+
+/* The summary counts verdicts (worst class first), failures, gates, integrity, rate and names
+ * the worst cases, crash first, with their replay commands. */
+static void summary_counts_and_worst(void **state)
+{
+    (void)state;
+    attest_summary s;
+    attest_summary_init(&s);
+    attest_case_record recs[8] = {
+        make_rec(0, ATTEST_VERDICT_OK, 0, 0.0),
+        make_rec(1, ATTEST_VERDICT_MISMATCH, ELEM, 0.01),
+        make_rec(2, ATTEST_VERDICT_OK, 0, 0.0),
+        make_rec(3, ATTEST_VERDICT_MISMATCH, ELEM | COS, 0.5),
+        make_rec(4, ATTEST_VERDICT_UNSUPPORTED, 0, 0.0),
+        make_rec(5, ATTEST_VERDICT_CRASH, 0, 0.0),
+        make_rec(6, ATTEST_VERDICT_OK, 0, 0.0),
+        make_rec(7, ATTEST_VERDICT_OK, 0, 0.0),
+    };
+    recs[5].integrity_flags = ATTEST_INTEGRITY_CANARY;
+    snprintf(recs[5].message, sizeof recs[5].message, "worker killed by signal 11");
+    recs[6].vacuous = 1;
+    for (int i = 0; i < 8; i++) attest_summary_add(&s, &recs[i]);
+    assert_int_equal(s.cases, 8);
+    assert_int_equal(s.failures, 3);
+    assert_int_equal(s.num_worst, 3);
+    assert_int_equal(s.worst[0].case_id, 5);
+    assert_int_equal(s.worst[1].case_id, 3);
+    assert_int_equal(s.worst[2].case_id, 1);
+
+    capture c;
+    attest_report_summary(cap_open(&c), &s, "r.h5", 2.0);
+    const char *t = cap_text(&c);
+    assert_contains(t, "attest: 8 cases in 2.00 s (4 cases/s)");
+    assert_contains(t, "verdicts: CRASH 1, MISMATCH 2, UNSUPPORTED 1, OK 4");
+    assert_contains(t, "failures: 3 (37.50%); vacuous: 1");
+    assert_contains(t, "failing gates: element 2, cosine 1");
+    assert_contains(t, "integrity findings: canary 1");
+    assert_contains(t, "time in: generate 2.00 s, reference 0.00 s, candidate 4.00 s");
+    assert_contains(t, "#5 CRASH cpu-mla  worker killed by signal 11");
+    assert_contains(t, "replay: attest replay r.h5 --case 5 --candidate cpu-mla");
+    assert_contains(t, "#3 MISMATCH [element+cosine] cpu-mla  out_bf16: max_rel 5.000e-01");
+    assert_contains(t, "worst at out_bf16[request 1, query 0, head 3, dim 77]");
+    assert_contains(t, "result: FAIL (3 of 8 cases failed)");
+    assert_true(strstr(t, "#5 CRASH") < strstr(t, "#3 MISMATCH"));
+    assert_true(strstr(t, "#3 MISMATCH") < strstr(t, "#1 MISMATCH"));
+    cap_close(&c);
+
+    attest_summary_init(&s);
+    attest_report_summary(cap_open(&c), &s, NULL, 0);
+    assert_contains(cap_text(&c), "result: EMPTY");
+    cap_close(&c);
+    attest_summary_add(&s, &recs[0]);
+    attest_summary_add(&s, &recs[4]);
+    attest_report_summary(cap_open(&c), &s, NULL, 0);
+    assert_contains(cap_text(&c), "result: PASS (2 cases)");
+    assert_null(strstr(cap_text(&c), " in ")); /* no rate without a wall time */
+    cap_close(&c);
+}
+
+/* Severity: verdict class first, then inf/nan mismatches, max_rel (NaN worst), cos_diff, case id. */
+static void severity_order(void **state)
+{
+    (void)state;
+    attest_case_record crash = make_rec(9, ATTEST_VERDICT_CRASH, 0, 0);
+    attest_case_record oob = make_rec(8, ATTEST_VERDICT_OUT_OF_BOUNDS_WRITE, 0, 0);
+    attest_case_record small = make_rec(1, ATTEST_VERDICT_MISMATCH, ELEM, 0.01);
+    attest_case_record big = make_rec(2, ATTEST_VERDICT_MISMATCH, ELEM, 0.9);
+    attest_case_record nan_rel = make_rec(3, ATTEST_VERDICT_MISMATCH, ELEM, NAN);
+    attest_case_record inf_pos = make_rec(4, ATTEST_VERDICT_MISMATCH, ELEM, 0.001);
+    inf_pos.outputs[1].nonfinite_mismatches = 1;
+    attest_case_record ok = make_rec(0, ATTEST_VERDICT_OK, 0, 0);
+    attest_case_record same = make_rec(5, ATTEST_VERDICT_MISMATCH, ELEM, 0.01);
+    assert_true(attest_report_severity_cmp(&crash, &oob) < 0);
+    assert_true(attest_report_severity_cmp(&oob, &big) < 0);
+    assert_true(attest_report_severity_cmp(&inf_pos, &nan_rel) < 0);
+    assert_true(attest_report_severity_cmp(&nan_rel, &big) < 0);
+    assert_true(attest_report_severity_cmp(&big, &small) < 0);
+    assert_true(attest_report_severity_cmp(&small, &same) < 0); /* tie: lower case id first */
+    assert_true(attest_report_severity_cmp(&small, &ok) < 0);
+    assert_true(attest_report_severity_cmp(&ok, &crash) > 0);
+    assert_int_equal(attest_report_severity_cmp(&small, &small), 0);
+    assert_int_equal(attest_report_verdict_rank(ATTEST_VERDICT_CRASH), 0);
+    assert_int_equal(attest_report_verdict_rank(ATTEST_VERDICT_OK), 8);
+    assert_int_equal(attest_report_verdict_rank((attest_verdict)42),
+                     attest_report_verdict_rank(ATTEST_VERDICT_HARNESS_ERROR));
+}
+
+/* Groups by (verdict, gates), worst group first, worst cases first, "... and N more". */
+static void grouped_failures(void **state)
+{
+    (void)state;
+    attest_failure_groups *g = NULL;
+    assert_int_equal(attest_failure_groups_create(2, &g), ATTEST_OK);
+    const double rels[5] = {0.1, 0.7, 0.3, 0.9, 0.2};
+    for (uint64_t i = 0; i < 5; i++) {
+        attest_case_record r = make_rec(10 + i, ATTEST_VERDICT_MISMATCH, ELEM, rels[i]);
+        assert_int_equal(attest_failure_groups_add(g, &r), ATTEST_OK);
+    }
+    attest_case_record both = make_rec(20, ATTEST_VERDICT_MISMATCH, ELEM | COS, 0.05);
+    attest_case_record crash = make_rec(30, ATTEST_VERDICT_CRASH, 0, 0);
+    attest_case_record ok = make_rec(40, ATTEST_VERDICT_OK, 0, 0);
+    attest_case_record unsupported = make_rec(41, ATTEST_VERDICT_UNSUPPORTED, 0, 0);
+    assert_int_equal(attest_failure_groups_add(g, &both), ATTEST_OK);
+    assert_int_equal(attest_failure_groups_add(g, &crash), ATTEST_OK);
+    assert_int_equal(attest_failure_groups_add(g, &ok), ATTEST_OK);
+    assert_int_equal(attest_failure_groups_add(g, &unsupported), ATTEST_OK);
+    assert_int_equal(attest_failure_groups_count(g), 7);
+
+    capture c;
+    attest_report_failures(cap_open(&c), g, "runs/a b.h5");
+    const char *t = cap_text(&c);
+    assert_contains(t, "(7 cases in 3 groups)");
+    assert_contains(t, "  CRASH: 1 case\n");
+    assert_contains(t, "  MISMATCH [element]: 5 cases\n");
+    assert_contains(t, "  MISMATCH [element+cosine]: 1 case\n");
+    assert_contains(t, "    ... and 3 more\n");
+    assert_contains(t, "replay: attest replay 'runs/a b.h5' --case 13 --candidate cpu-mla");
+    /* groups by their worst case: crash, then element (worst 0.9) before element+cosine (0.05) */
+    const char *crash_at = strstr(t, "CRASH: 1");
+    const char *elem_at = strstr(t, "MISMATCH [element]:");
+    const char *both_at = strstr(t, "MISMATCH [element+cosine]:");
+    assert_true(crash_at < elem_at && elem_at < both_at);
+    /* within [element]: case 13 (0.9) then case 11 (0.7); 12, 14, 10 are counted only */
+    const char *c13 = strstr(t, "#13 MISMATCH"), *c11 = strstr(t, "#11 MISMATCH");
+    assert_non_null(c13);
+    assert_non_null(c11);
+    assert_true(c13 < c11);
+    assert_null(strstr(t, "#12 MISMATCH"));
+    assert_null(strstr(t, "#40 "));
+    cap_close(&c);
+    attest_failure_groups_free(g);
+}
+
+/* Indexer logits in detail. Hand computation (spec 4, 5): row 5 with next_n 2 is request 2,
+ * slot 1; position 77 is logical block 1 (77 / 64), slot 13 in it; block_table[2][1] = 9, so its
+ * fp8 row is at 9*8448 + 13*128 = 77696 and its scale at 9*8448 + 8192 + 4*13 = 84276. With
+ * L = 150 the row sees t <= 150 - 2 + 1, i.e. t < 150. */
+static void detail_indexer(void **state)
+{
+    (void)state;
+    attest_case cs;
+    memset(&cs, 0, sizeof cs);
+    cs.kernel = ATTEST_KERNEL_INDEXER;
+    attest_indexer_params *p = &cs.params.indexer;
+    p->b = 3;
+    p->next_n = 2;
+    p->heads = 1;
+    p->head_dim = 128;
+    p->num_blocks = 12;
+    p->blocks_per_req = 3;
+    p->max_len = 192;
+    p->masking = ATTEST_MASK_NEG_INF;
+    assert_int_equal(attest_case_define_tensors(&cs, 0), ATTEST_OK);
+    assert_int_equal(attest_case_alloc_heap(&cs), ATTEST_OK);
+    int32_t *bt = attest_case_tensor(&cs, "block_table")->data;
+    bt[2 * 3 + 1] = 9;
+    ((int32_t *)attest_case_tensor(&cs, "context_lens")->data)[2] = 150;
+    float scale = 0.0078125f;
+    memcpy((uint8_t *)attest_case_tensor(&cs, "cache_bytes")->data + 84276, &scale, 4);
+
+    attest_case_record r;
+    memset(&r, 0, sizeof r);
+    r.case_id = 17;
+    r.seed = 0xabc;
+    snprintf(r.params, sizeof r.params, "kernel=indexer,b=3,next_n=2");
+    snprintf(r.candidate, sizeof r.candidate, "cpu-mutant-scale");
+    r.verdict = ATTEST_VERDICT_MISMATCH;
+    r.failed_gates = ELEM | COS;
+    r.num_outputs = 1;
+    r.reruns = 2;
+    attest_tensor_metrics *m = &r.outputs[0];
+    snprintf(m->output, sizeof m->output, "logits");
+    m->count = 1152;
+    m->finite_pairs = 900;
+    m->element_failures = 12;
+    m->element_fail_fraction = 12.0 / 900.0;
+    m->cos_diff = 1.25e-3;
+    m->nmse = 2e-7;
+    m->max_code_distance = 3;
+    m->worst.rank = 2;
+    m->worst.index[0] = 5;
+    m->worst.index[1] = 77;
+    m->worst_ref = 1.5;
+    m->worst_cand = 1.75;
+    m->failed_gates = ELEM | COS;
+    m->atol_effective = 1e-5;
+    m->topk_worst_row = -1;
+    attest_tolerance tol;
+    memset(&tol, 0, sizeof tol);
+    tol.atol = 1e-5;
+    tol.rtol = 2e-3;
+    tol.cos_diff_max = 5e-6;
+    tol.nmse_max = -1;
+    tol.max_code_distance = 4;
+    snprintf(tol.source, sizeof tol.source, "DeepGEMM test_attention.py");
+
+    capture c;
+    attest_report_case_detail(cap_open(&c), &r, &cs, &tol);
+    const char *t = cap_text(&c);
+    assert_contains(t, "case #17 MISMATCH [element+cosine] cpu-mutant-scale");
+    assert_contains(t, "output logits: 1152 elements compared, 900 finite pairs: FAIL (element+cosine)");
+    assert_contains(t, "worst element logits[row 5, t 77]: reference 1.5, candidate 1.75");
+    assert_contains(t, "(|diff| 2.500e-01, rel 1.667e-01)");
+    assert_contains(t, "row 5 = request 2, next_n slot 1; position t = 77");
+    assert_contains(t, "request length L = 150; this row sees t < 150");
+    assert_contains(t, "position inside the row");
+    assert_contains(t, "logical block 1 (positions 64..127), slot 13 in it; physical block 9 = "
+                       "block_table[2][1]");
+    assert_contains(t, "fp8 row at byte 77696 (9 * 8448 + 1664, 128 bytes)");
+    assert_contains(t, "scale at byte 84276 (9 * 8448 + 8244, float32) = 0.0078125");
+    assert_contains(t, "12 of 900 off (1.333%)");
+    assert_contains(t, "|d| <= 1.000e-05 or 2.000e-03*|r|");
+    assert_contains(t, "cosine     1.250e-03");
+    assert_contains(t, "<= 5.000e-06");
+    assert_contains(t, "nmse       2.000e-07                          off");
+    assert_contains(t, "code       3 steps                            <= 4 steps");
+    assert_contains(t, "topk       not run");
+    assert_contains(t, "bounds from: DeepGEMM test_attention.py");
+    /* result column: element and cosine fail, code passes */
+    const char *line = strstr(t, "    element ");
+    assert_non_null(line);
+    assert_contains(line, "FAIL\n");
+    line = strstr(t, "    code ");
+    assert_true(strncmp(strchr(line, '\n') - 4, "pass", 4) == 0);
+    cap_close(&c);
+
+    /* A masked position says so. */
+    ((int32_t *)attest_case_tensor(&cs, "context_lens")->data)[2] = 60;
+    attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
+    assert_contains(cap_text(&c), "this row sees t < 60"); /* t <= 60 - 2 + 1 */
+    assert_contains(cap_text(&c), "masked (past the row's length)");
+    cap_close(&c);
+    attest_case_free(&cs);
+}
+
+/* mla-decode in detail: out coordinates by request/query/head/dim, lse by request/query/head,
+ * and the valid indices of the query (entries past topk_length and -1 do not count). */
+static void detail_mla(void **state)
+{
+    (void)state;
+    attest_case cs;
+    memset(&cs, 0, sizeof cs);
+    cs.kernel = ATTEST_KERNEL_MLA_DECODE;
+    attest_mla_params *p = &cs.params.mla;
+    p->layout = ATTEST_LAYOUT_MLA_V4;
+    p->page_size = 64;
+    p->num_pages = 2;
+    p->b = 2;
+    p->s_q = 1;
+    p->h_q = 4;
+    p->d_qk = 512;
+    p->d_v = 512;
+    p->topk = 8;
+    p->sm_scale = 0.04f;
+    p->has_topk_length = 1;
+    p->has_sink = 1;
+    assert_int_equal(attest_case_define_tensors(&cs, 0), ATTEST_OK);
+    assert_int_equal(attest_case_alloc_heap(&cs), ATTEST_OK);
+    int32_t *idx = attest_case_tensor(&cs, "indices")->data;
+    const int32_t req1[8] = {0, 5, -1, 7, 9, -1, 11, 3}; /* first 6: 0,5,7,9 valid */
+    memcpy(idx + 8, req1, sizeof req1);
+    ((int32_t *)attest_case_tensor(&cs, "topk_length")->data)[1] = 6;
+    ((float *)attest_case_tensor(&cs, "attn_sink")->data)[3] = -0.5f;
+
+    attest_case_record r = make_rec(3, ATTEST_VERDICT_MISMATCH, ELEM, 0.25);
+    r.outputs[0].worst_ref = 0.5;
+    r.outputs[0].worst_cand = 0.625;
+    r.outputs[1].worst.rank = 3;
+    r.outputs[1].worst.index[0] = 1;
+    r.outputs[1].worst.index[2] = 2;
+    r.outputs[1].nonfinite_mismatches = 1;
+    r.outputs[1].first_nonfinite_mismatch.rank = 3;
+    r.outputs[1].first_nonfinite_mismatch.index[0] = 1;
+    r.outputs[1].first_nonfinite_mismatch.index[2] = 3;
+    r.outputs[1].failed_gates = 1u << ATTEST_GATE_NONFINITE;
+    capture c;
+    attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
+    const char *t = cap_text(&c);
+    assert_contains(t, "worst element out_bf16[request 1, query 0, head 3, dim 77]: reference 0.5, "
+                       "candidate 0.625");
+    assert_contains(t, "indices[1, 0]: 4 of 8 slots valid (topk_length = 6)");
+    assert_contains(t, "attn_sink[3] = -0.5 (lse excludes the sink)");
+    assert_contains(t, "worst element lse[request 1, query 0, head 2]");
+    assert_contains(t, "first inf/nan mismatch at lse[request 1, query 0, head 3]");
+    assert_contains(t, "output lse: 0 elements compared, 0 finite pairs: FAIL (nonfinite)");
+    assert_contains(t, "bound"); /* the table header prints with no tolerance given */
+    cap_close(&c);
+    attest_case_free(&cs);
+
+    /* Without the case: coordinates still named, no memory details. */
+    attest_report_case_detail(cap_open(&c), &r, NULL, NULL);
+    assert_contains(cap_text(&c), "out_bf16[request 1, query 0, head 3, dim 77]");
+    assert_null(strstr(cap_text(&c), "slots valid"));
+    cap_close(&c);
+}
+
+/* Coordinates of unknown outputs are generic; a record without an element says so. */
+static void coord_strings(void **state)
+{
+    (void)state;
+    attest_coord co = {2, {4, 9, 0, 0}};
+    char buf[128];
+    attest_report_coord_string(ATTEST_KERNEL_INDEXER, "logits", &co, buf, sizeof buf);
+    assert_string_equal(buf, "logits[row 4, t 9]");
+    attest_report_coord_string(ATTEST_KERNEL_MLA_DECODE, "other", &co, buf, sizeof buf);
+    assert_string_equal(buf, "other[4, 9]");
+    attest_report_coord_string(ATTEST_KERNEL_MLA_DECODE, "out_bf16", &co, buf, sizeof buf);
+    assert_string_equal(buf, "out_bf16[4, 9]"); /* wrong rank: no names */
+    co.rank = -1;
+    attest_report_coord_string(ATTEST_KERNEL_MLA_DECODE, "lse", &co, buf, sizeof buf);
+    assert_string_equal(buf, "lse (no element)");
+    co.rank = 4;
+    attest_report_coord_string(ATTEST_KERNEL_MLA_DECODE, "out_bf16", &co, buf, 12);
+    assert_int_equal(strlen(buf), 11);
+}
+
+/* The failure line: headline, seed, params and replay command. */
+static void failure_line(void **state)
+{
+    (void)state;
+    attest_case_record r = make_rec(42, ATTEST_VERDICT_MISMATCH, ELEM, 0.125);
+    r.outputs[0].element_failures = 3;
+    capture c;
+    attest_report_failure_line(cap_open(&c), &r, "attest replay r.h5 --case 42 --candidate x");
+    const char *t = cap_text(&c);
+    assert_contains(t, "#42 MISMATCH [element] cpu-mla  out_bf16: max_rel 1.250e-01, cos_diff 0, "
+                       "3/1000 elements off, worst at out_bf16[request 1, query 0, head 3, dim 77]\n");
+    assert_contains(t, "    seed 0x000000000000102a  kernel=mla-decode,layout=mla-v4,b=2,case=42\n");
+    assert_contains(t, "    replay: attest replay r.h5 --case 42 --candidate x\n");
+    cap_close(&c);
+}
+
+/* Progress: done/total, percent, rate, failures, ETA in seconds or minutes; no ETA without a
+ * total. */
+static void progress_line(void **state)
+{
+    (void)state;
+    capture c;
+    attest_report_progress(cap_open(&c), 250, 1000, 3, 2.0);
+    assert_string_equal(cap_text(&c),
+                        "\r  250/1000   25.0%  125 cases/s  failures 3  ETA 6.0 s\033[K");
+    cap_close(&c);
+    attest_report_progress(cap_open(&c), 10, 10000, 0, 1.0);
+    assert_contains(cap_text(&c), "ETA 16m39s"); /* 9990 cases at 10/s */
+    cap_close(&c);
+    attest_report_progress(cap_open(&c), 250, 0, 1, 0.0);
+    assert_string_equal(cap_text(&c), "\r  250 cases  failures 1\033[K");
+    attest_report_progress_end(c.f);
+    assert_string_equal(cap_text(&c), "\r  250 cases  failures 1\033[K\n");
+    cap_close(&c);
+}
+
+/* `attest show` on a results file: provenance, summary with the campaign's duration, groups. */
+static void show_results_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/attest-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/show.h5", dir);
+    attest_results_provenance prov;
+    attest_results_provenance_init(&prov);
+    snprintf(prov.kernel, sizeof prov.kernel, "mla-decode");
+    snprintf(prov.candidate, sizeof prov.candidate, "cpu-mla");
+    snprintf(prov.policy_name, sizeof prov.policy_name, "default");
+    snprintf(prov.start_time, sizeof prov.start_time, "2025-01-31T12:00:00Z");
+    prov.seed = 9;
+    prov.cases_planned = 4;
+    attest_results_writer *w = NULL;
+    assert_int_equal(attest_results_create(path, &prov, NULL, &w), ATTEST_OK);
+    attest_case_record recs[3] = {make_rec(0, ATTEST_VERDICT_OK, 0, 0),
+                                  make_rec(1, ATTEST_VERDICT_MISMATCH, ELEM, 0.5),
+                                  make_rec(2, ATTEST_VERDICT_OK, 0, 0)};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(attest_results_append(w, &recs[i], NULL, NULL), ATTEST_OK);
+    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_INTERRUPTED), ATTEST_OK);
+
+    attest_results_reader *r = NULL;
+    assert_int_equal(attest_results_open_read(path, &r), ATTEST_OK);
+    capture c;
+    assert_int_equal(attest_report_show(cap_open(&c), r, 0), ATTEST_OK);
+    const char *t = cap_text(&c);
+    assert_contains(t, "(schema 1, interrupted)");
+    assert_contains(t, "campaign: kernel mla-decode, candidate cpu-mla, seed 9, 3 cases of 4 planned");
+    assert_contains(t, "note: the campaign was interrupted");
+    assert_contains(t, "verdicts: MISMATCH 1, OK 2");
+    assert_contains(t, "MISMATCH [element]: 1 case");
+    char want[512];
+    snprintf(want, sizeof want, "replay: attest replay %s --case 1 --candidate cpu-mla", path);
+    assert_contains(t, want);
+    assert_contains(t, "result: FAIL (1 of 3 cases failed)");
+    cap_close(&c);
+    const attest_results_provenance *p = attest_results_provenance_of(r);
+    assert_true(attest_report_campaign_seconds(p) >= 0);
+    attest_results_close_read(r);
+
+    attest_results_provenance q;
+    memset(&q, 0, sizeof q);
+    snprintf(q.start_time, sizeof q.start_time, "2025-01-31T23:59:30Z");
+    snprintf(q.end_time, sizeof q.end_time, "2025-02-01T00:01:00Z");
+    assert_true(attest_report_campaign_seconds(&q) == 90.0);
+    q.end_time[0] = '\0';
+    assert_true(attest_report_campaign_seconds(&q) < 0);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(summary_counts_and_worst),
+        cmocka_unit_test(severity_order),
+        cmocka_unit_test(grouped_failures),
+        cmocka_unit_test(detail_indexer),
+        cmocka_unit_test(detail_mla),
+        cmocka_unit_test(coord_strings),
+        cmocka_unit_test(failure_line),
+        cmocka_unit_test(progress_line),
+        cmocka_unit_test(show_results_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
