@@ -1,8 +1,59 @@
-/* PLACEHOLDER: replaced by the module that implements this verb. */
+/* attest show: the summary of a results file again, failures grouped by verdict and gate. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attest/report.h"
+#include "attest/results.h"
 #include "commands.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: attest show RESULTS.h5 [--per-group N]\n"
+          "\n"
+          "Prints where a campaign came from, its summary, and its failures grouped by verdict and\n"
+          "gate, worst first, each with the command that replays it.\n"
+          "Exit status: 0 every case passed, 1 a case failed, 2 the file cannot be read.\n"
+          "\n"
+          "  --per-group N   failing cases shown per group (default 5)\n",
+          f);
+}
+
 int attest_cmd_show(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return attest_cli_usage_error("show", "not implemented yet");
+    static const struct option options[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"per-group", required_argument, NULL, 'g'},
+        {NULL, 0, NULL, 0},
+    };
+    uint64_t per_group = 5;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        switch (ch) {
+        case 'h': usage(stdout); return ATTEST_EXIT_OK;
+        case 'g':
+            if (attest_cli_parse_u64(optarg, &per_group) || per_group == 0 || per_group > 100000)
+                return attest_cli_usage_error("show", "bad value for --per-group: '%s'", optarg);
+            break;
+        default:
+            return attest_cli_usage_error("show", "unknown option '%s' (attest show --help)",
+                                          argv[optind - 1]);
+        }
+    }
+    if (optind + 1 != argc)
+        return attest_cli_usage_error("show", "expected one results file (attest show --help)");
+    attest_results_reader *r = NULL;
+    if (attest_results_open_read(argv[optind], &r) != ATTEST_OK)
+        return attest_cli_usage_error("show", "%s", attest_last_error());
+    uint64_t counts[ATTEST_VERDICT_COUNT_] = {0}, unknown = 0;
+    attest_status st = attest_report_show(stdout, r, (size_t)per_group);
+    if (st == ATTEST_OK) st = attest_results_count_verdicts(r, counts, &unknown);
+    attest_results_close_read(r);
+    if (st != ATTEST_OK) return attest_cli_usage_error("show", "%s", attest_last_error());
+    uint64_t failures = unknown;
+    for (int v = 0; v < ATTEST_VERDICT_COUNT_; v++)
+        if (attest_verdict_is_failure((attest_verdict)v)) failures += counts[v];
+    return failures ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
 }

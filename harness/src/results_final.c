@@ -21,7 +21,7 @@
 #include "results_internal.h"
 
 #define COPY_BLOCK_ROWS 1024
-#define FINAL_DEFLATE_LEVEL 4
+#define FINAL_DEFLATE_LEVEL 1
 
 static attest_status h5_fail(attest_status st, const char *path, const char *what)
 {
@@ -159,7 +159,8 @@ attest_status attest_results_remove_repro_dir(const char *results_path)
 
 /* --- the final file ------------------------------------------------------------------------ */
 
-static attest_status copy_rows(hid_t src, hid_t dst, hid_t mem_type, const char *path)
+/* Copies the table in blocks, in the file's own packed type (no conversion either way). */
+static attest_status copy_rows(hid_t src, hid_t dst, hid_t file_type, const char *path)
 {
     hid_t space = H5Dget_space(src);
     hssize_t n = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
@@ -169,7 +170,7 @@ static attest_status copy_rows(hid_t src, hid_t dst, hid_t mem_type, const char 
     if (total == 0) return ATTEST_OK;
     if (H5Dset_extent(dst, &total) < 0)
         return h5_fail(ATTEST_ERR_IO, path, "cannot size the final cases table");
-    attest_results_row *buf = malloc(COPY_BLOCK_ROWS * sizeof *buf);
+    void *buf = malloc(COPY_BLOCK_ROWS * H5Tget_size(file_type));
     ATTEST_RETURN_IF(!buf, ATTEST_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     attest_status st = ATTEST_OK;
     for (hsize_t start = 0; start < total && st == ATTEST_OK; start += COPY_BLOCK_ROWS) {
@@ -179,8 +180,8 @@ static attest_status copy_rows(hid_t src, hid_t dst, hid_t mem_type, const char 
         if (ms < 0 || fs_src < 0 || fs_dst < 0 ||
             H5Sselect_hyperslab(fs_src, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
             H5Sselect_hyperslab(fs_dst, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
-            H5Dread(src, mem_type, ms, fs_src, H5P_DEFAULT, buf) < 0 ||
-            H5Dwrite(dst, mem_type, ms, fs_dst, H5P_DEFAULT, buf) < 0)
+            H5Dread(src, file_type, ms, fs_src, H5P_DEFAULT, buf) < 0 ||
+            H5Dwrite(dst, file_type, ms, fs_dst, H5P_DEFAULT, buf) < 0)
             st = h5_fail(ATTEST_ERR_IO, path, "cannot copy rows into the final file");
         if (ms >= 0) H5Sclose(ms);
         if (fs_src >= 0) H5Sclose(fs_src);
@@ -250,7 +251,7 @@ attest_status attest_results_build_final(const attest_results_final_spec *s)
         st = attest_results_create_table(final, s->path, file_type, NULL, s->chunk_rows,
                                          deflate_usable() ? FINAL_DEFLATE_LEVEL : -1,
                                          &final_cases);
-    if (st == ATTEST_OK) st = copy_rows(live_cases, final_cases, mem_type, s->path);
+    if (st == ATTEST_OK) st = copy_rows(live_cases, final_cases, file_type, s->path);
     if (st == ATTEST_OK) st = copy_repros(final, s);
     if (final_cases >= 0 && H5Dclose(final_cases) < 0 && st == ATTEST_OK)
         st = h5_fail(ATTEST_ERR_IO, tmp, "cannot close the cases table");
