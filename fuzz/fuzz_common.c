@@ -8,6 +8,7 @@
 #include "attest/casefile.h"
 #include "attest/policy.h"
 #include "attest/reference.h"
+#include "attest/results.h"
 #include "attest/registry.h"
 #include "attest/runner.h"
 
@@ -53,6 +54,41 @@ static attest_status reference_simulated(const attest_case *c, double **outputs)
     return attest_ref_compute(c, ATTEST_REF_SIMULATED, outputs);
 }
 
+static attest_results_writer *fuzz_results;
+
+static void fuzz_results_close(void)
+{
+    if (fuzz_results && attest_results_close(fuzz_results, ATTEST_RESULTS_INTERRUPTED) != ATTEST_OK)
+        fprintf(stderr, "fuzz: closing results: %s\n", attest_last_error());
+    fuzz_results = NULL;
+}
+
+/* Every judged input's tolerance record goes to $ATTEST_FUZZ_RESULTS (flushed every second by
+ * the store, so a crash that ends the fuzzer loses at most the last second). */
+static void fuzz_record_append(const attest_case_record *rec, const attest_case *c)
+{
+    static int opened;
+    if (!opened) {
+        opened = 1;
+        const char *path = getenv("ATTEST_FUZZ_RESULTS");
+        if (path && *path) {
+            attest_results_provenance prov;
+            attest_results_provenance_init(&prov);
+            snprintf(prov.candidate, sizeof prov.candidate, "%s", rec->candidate);
+            snprintf(prov.command_line, sizeof prov.command_line, "libFuzzer target");
+            if (attest_results_create(path, &prov, NULL, &fuzz_results) != ATTEST_OK) {
+                fprintf(stderr, "fuzz: results file %s: %s\n", path, attest_last_error());
+                abort();
+            }
+            atexit(fuzz_results_close);
+        }
+    }
+    if (fuzz_results && attest_results_append(fuzz_results, rec, c, NULL) != ATTEST_OK) {
+        fprintf(stderr, "fuzz: appending to results: %s\n", attest_last_error());
+        abort();
+    }
+}
+
 typedef struct fuzz_state {
     attest_policy *policy;
     attest_runner *runner;
@@ -92,8 +128,8 @@ void fuzz_judge(const char *target, const attest_candidate *cand, attest_case *c
         fprintf(stderr, "fuzz: harness error: %s\n", attest_last_error());
         abort();
     }
-    state.judged++;
-    fuzz_record_append(&rec);
+    rec.case_id = state.judged++;
+    fuzz_record_append(&rec, c);
     if (!attest_verdict_is_failure(rec.verdict)) return;
     char gates[128];
     attest_gate_mask_string(rec.failed_gates, gates, sizeof gates);

@@ -45,6 +45,9 @@ static void build_registry(void)
     size_t nc = 0;
     const attest_candidate *const *c = attest_cuda_candidates(&nc);
     if (c) append(c, nc);
+    /* Registration only stores a pointer: CUDA itself starts in the runner's worker. */
+    if (attest_register_device_ops(attest_cuda_device_ops()) != 0)
+        fprintf(stderr, "attest: CUDA device ops refused by the harness\n");
 #endif
 }
 

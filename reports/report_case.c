@@ -156,7 +156,10 @@ void attest_rep_brief(FILE *f, const attest_case_record *rec)
         }
         sep = "; ";
     }
-    if (rec->message[0]) fprintf(f, "%s%.*s", sep, (int)sizeof rec->message, rec->message);
+    /* A mismatch's message restates the metrics above; other verdicts' messages are the news. */
+    int restates = rec->verdict == ATTEST_VERDICT_MISMATCH && sep[0];
+    if (rec->message[0] && !restates)
+        fprintf(f, "%s%.*s", sep, (int)sizeof rec->message, rec->message);
 }
 
 void attest_report_failure_line(FILE *f, const attest_case_record *rec, const char *replay)

@@ -18,7 +18,7 @@ static const char *gate_result(const attest_tensor_metrics *m, attest_gate g)
 static void gate_row(FILE *f, const char *gate, const char *value, const char *bound,
                      const char *result)
 {
-    fprintf(f, "    %-10s %-34s %-34s %s\n", gate, value, bound, result);
+    fprintf(f, "    %-10s %-34s %-44s %s\n", gate, value, bound, result);
 }
 
 static void gate_table(FILE *f, const attest_tensor_metrics *m, const attest_tolerance *t)

@@ -8,6 +8,10 @@ if(TARGET test_kernels)
   target_compile_definitions(test_kernels PRIVATE
     ATTEST_PLUGIN_EXAMPLE_PATH="$<TARGET_FILE:attest_plugin_example>")
   add_dependencies(test_kernels attest_plugin_example)
+  # The same executable against the upstream oracle files (../shared/oracles; skips without).
+  add_test(NAME test_kernels_oracles COMMAND test_kernels --oracles)
+  set_tests_properties(test_kernels_oracles PROPERTIES LABELS "fixtures"
+    ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=" TIMEOUT 600 SKIP_RETURN_CODE 77)
 endif()
 
 # The documented plugin, end to end through the CLI (docs/writing-a-candidate.md).

@@ -280,7 +280,7 @@ static void corrupted_bytes_never_crash(void **state)
     const char *bad = tmp_path("corrupt.h5");
     int ok = 0, failed = 0, skipped = 0;
     uint32_t x32 = 12345;
-    for (int trial = 0; trial < 300; trial++) {
+    for (int trial = 0; ok + failed < 300 && trial < 3000; trial++) {
         x32 = x32 * 1664525u + 1013904223u;
         /* Most trials hit the metadata at the front, where HDF5's parsers are. */
         long pos = trial % 3 ? (long)(x32 % 4096u) % size : (long)(x32 % (uint32_t)size);
@@ -303,13 +303,14 @@ static void corrupted_bytes_never_crash(void **state)
             attest_case_free(&l);
             ok++;
         } else {
-            assert_null(strchr(attest_last_error(), '\n'));
+            if (strchr(attest_last_error(), '\n'))
+                fail_msg("message on several lines: %s", attest_last_error());
             failed++;
         }
     }
-    print_message("300 corrupted files: %d loaded (flip in unused or data bytes), %d rejected, "
+    print_message("%d corrupted files: %d loaded (flip in unused or data bytes), %d rejected, "
                   "%d in HDF5's global heap skipped\n",
-                  ok, failed, skipped);
+                  ok + failed, ok, failed, skipped);
     assert_true(failed > 0);
     free(bytes);
 }

@@ -389,9 +389,11 @@ static void test_plugin_example(void **state)
     assert_int_equal(attest_plugin_load(spec, &c), ATTEST_ERR_NOT_FOUND);
 }
 
-int main(void)
+/* With --oracles, runs only the upstream-oracle comparisons (label "fixtures": they decode
+ * production-sized cases, seconds in a debug build and tens of seconds under ASan). */
+int main(int argc, char **argv)
 {
-    const struct CMUnitTest tests[] = {
+    const struct CMUnitTest unit[] = {
         cmocka_unit_test(test_indexer_basic),
         cmocka_unit_test(test_indexer_mtp_and_early_exit),
         cmocka_unit_test(test_indexer_nan_q),
@@ -401,12 +403,16 @@ int main(void)
         cmocka_unit_test(test_mla_sink),
         cmocka_unit_test(test_mla_v32_extra),
         cmocka_unit_test(test_mla_vs_reference),
-        cmocka_unit_test(test_oracle_indexer),
-        cmocka_unit_test(test_oracle_mla_v4),
-        cmocka_unit_test(test_oracle_mla_v32),
         cmocka_unit_test(test_registry_list),
         cmocka_unit_test(test_registry_resolve),
         cmocka_unit_test(test_plugin_example),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest oracles[] = {
+        cmocka_unit_test(test_oracle_indexer),
+        cmocka_unit_test(test_oracle_mla_v4),
+        cmocka_unit_test(test_oracle_mla_v32),
+    };
+    if (argc > 1 && strcmp(argv[1], "--oracles") == 0)
+        return cmocka_run_group_tests_name("kernels_oracles", oracles, NULL, NULL);
+    return cmocka_run_group_tests_name("kernels", unit, NULL, NULL);
 }

@@ -292,7 +292,7 @@ static void detail_indexer(void **state)
     assert_contains(t, "|d| <= 1.000e-05 or 2.000e-03*|r|");
     assert_contains(t, "cosine     1.250e-03");
     assert_contains(t, "<= 5.000e-06");
-    assert_contains(t, "nmse       2.000e-07                          off");
+    assert_contains(t, "nmse       2.000e-07                          off                                          off");
     assert_contains(t, "code       3 steps                            <= 4 steps");
     assert_contains(t, "topk       not run");
     assert_contains(t, "bounds from: DeepGEMM test_attention.py");

@@ -229,6 +229,20 @@ static void flush_policy(void **state)
     assert_int_equal(attest_results_rows_flushed(w), 5);
     assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
 
+    /* Cases slower than the interval are flushed as they come. */
+    opt.flush_rows = 1000;
+    opt.flush_interval_s = 0.05;
+    w = create(tmp_path("slow.h5"), &opt);
+    usleep(60000);
+    append_fixture_rows(w, 0, 1);
+    assert_int_equal(attest_results_rows_flushed(w), 1);
+    append_fixture_rows(w, 1, 2); /* right after: buffered */
+    assert_int_equal(attest_results_rows_flushed(w), 1);
+    usleep(60000);
+    append_fixture_rows(w, 2, 3);
+    assert_int_equal(attest_results_rows_flushed(w), 3);
+    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+
     opt.flush_interval_s = -1.0;
     attest_results_provenance p;
     provenance(&p);
@@ -424,6 +438,38 @@ static void repro_round_trip(void **state)
     attest_case_free(&c);
 }
 
+/* A repro that cannot be written is an error, but its row is still recorded (without repro). */
+static void repro_failure_keeps_row(void **state)
+{
+    (void)state;
+    const char *path = tmp_path("repro_fail.h5");
+    attest_results_writer *w = create(path, NULL);
+    attest_case c;
+    memset(&c, 0, sizeof c);
+    c.kernel = ATTEST_KERNEL_INDEXER;
+    c.params.indexer.b = 1;
+    c.params.indexer.next_n = 1;
+    c.params.indexer.heads = 1;
+    c.params.indexer.head_dim = 128;
+    c.params.indexer.num_blocks = 1;
+    c.params.indexer.blocks_per_req = 1;
+    c.params.indexer.max_len = 64;
+    assert_int_equal(attest_case_define_tensors(&c, 0), ATTEST_OK); /* tensors not placed */
+    attest_case_record rec;
+    failing_record(0, 1, &rec);
+    assert_int_not_equal(attest_results_append(w, &rec, &c, NULL), ATTEST_OK);
+    assert_non_null(strstr(attest_last_error(), "not placed"));
+    assert_int_equal(attest_results_rows_appended(w), 1);
+    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    attest_results_reader *r = open_read(path);
+    attest_case_record back;
+    int has_repro = -1;
+    assert_int_equal(attest_results_read_row(r, 0, &back, &has_repro), ATTEST_OK);
+    assert_int_equal(has_repro, 0);
+    assert_int_equal(back.verdict, ATTEST_VERDICT_MISMATCH);
+    attest_results_close_read(r);
+}
+
 /* Repros stop at the per-signature limit; the row says so and the reader explains. */
 static void repro_limits(void **state)
 {
@@ -532,6 +578,7 @@ int main(void)
         cmocka_unit_test(flush_policy),
         cmocka_unit_test(bad_files_clean_errors),
         cmocka_unit_test(repro_round_trip),
+        cmocka_unit_test(repro_failure_keeps_row),
         cmocka_unit_test(repro_limits),
         cmocka_unit_test(leftover_repro_dir),
         cmocka_unit_test(replay_command),

@@ -2,6 +2,7 @@
 #include "arena.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -13,11 +14,10 @@
 /* Canary bytes depend on their position in the region, so a candidate that writes any constant
  * (0, -1, a NaN pattern) or copies a neighbouring canary over another still changes them. */
 static uint8_t canary_pattern[ARENA_CANARY_BYTES];
-static int canary_ready;
+static pthread_once_t canary_once = PTHREAD_ONCE_INIT;
 
 static void canary_init(void)
 {
-    if (canary_ready) return;
     uint32_t x = 0x9E3779B9u;
     for (size_t i = 0; i < ARENA_CANARY_BYTES; i++) {
         x ^= x << 13;
@@ -25,7 +25,6 @@ static void canary_init(void)
         x ^= x << 5;
         canary_pattern[i] = (uint8_t)(x >> 24);
     }
-    canary_ready = 1;
 }
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -35,7 +34,7 @@ static size_t control_bytes(void) { return align_up(sizeof(arena_control), 4096)
 void arena_init(arena *a)
 {
     memset(a, 0, sizeof *a);
-    canary_init();
+    pthread_once(&canary_once, canary_init);
 }
 
 void arena_release(arena *a)

@@ -234,6 +234,10 @@ attest_status attest_cf_read_attr_string(hid_t loc, const char *where, const cha
         buf[len] = '\0';
     }
 done:
+    /* Values end up in one-line messages: no control character may come through. */
+    if (st == ATTEST_OK)
+        for (char *c = buf; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     free(tmp);
     if (mtype >= 0) H5Tclose(mtype);
     H5Tclose(ftype);

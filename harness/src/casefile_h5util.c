@@ -75,6 +75,9 @@ void attest_cf_prefix(char *buf, size_t cap, const char *path, const char *group
         snprintf(buf, cap, "%s: ", path);
     else
         snprintf(buf, cap, "%s: %s/", path, group[0] == '/' ? group + 1 : group);
+    /* Group names come from the file: keep the message on one line. */
+    for (char *c = buf; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
 }
 
 attest_status attest_cf_open_read(const char *path, hid_t *file)

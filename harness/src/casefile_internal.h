@@ -78,7 +78,8 @@ attest_status attest_cf_read_attr_u64(hid_t loc, const char *where, const char *
 attest_status attest_cf_read_attr_double(hid_t loc, const char *where, const char *name,
                                          double *v) ATTEST_MUST_CHECK;
 
-/* Reads a scalar string attribute (variable or fixed length, ASCII or UTF-8) into buf. */
+/* Reads a scalar string attribute (variable or fixed length, ASCII or UTF-8) into buf; control
+ * characters come back as '?' (every string attest reads is a name that goes into messages). */
 attest_status attest_cf_read_attr_string(hid_t loc, const char *where, const char *name,
                                          char *buf, size_t cap) ATTEST_MUST_CHECK;
 

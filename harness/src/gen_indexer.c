@@ -28,6 +28,12 @@ static attest_status draw_shape(const attest_gen_options *opt, attest_rng *r,
     const int64_t used = (int64_t)p->b * p->blocks_per_req;
     const int64_t unused =
         attest_rng_bernoulli(r, 0.12) ? 0 : attest_rng_range(r, 1, used / 2 > 1 ? used / 2 : 1);
+    if (used + unused > GEN_MAX_POOL_UNITS) {
+        free(lens);
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                           "generator: a pool of %lld blocks is too large; lower max_batch or "
+                           "max_len", (long long)(used + unused));
+    }
     p->num_blocks = (int32_t)(used + unused);
     p->masking = ATTEST_MASK_NEG_INF;
     if (opt->production_shape)

@@ -23,6 +23,9 @@ enum {
     GEN_STREAM_EXTRA_IDX = 7 /* extra scope: indices */
 };
 
+/* The most pages (blocks) a generated pool may have: case.c's bound on pool units. */
+#define GEN_MAX_POOL_UNITS (1 << 24)
+
 /* The largest token width any layout has (mla-v32: 576); sizes the per-dim wave tables. */
 #define GEN_MAX_DIM 576
 

@@ -52,6 +52,9 @@ static attest_status draw_scope(scope *s, attest_rng *r, int32_t b, int32_t max_
     int64_t unused = (used > 0 && attest_rng_bernoulli(r, 0.12))
                          ? 0
                          : attest_rng_range(r, 1, used / 2 > 1 ? used / 2 : 1);
+    ATTEST_RETURN_IF(used + unused > GEN_MAX_POOL_UNITS, ATTEST_ERR_INVALID_ARGUMENT,
+                     "generator: a pool of %lld pages of %d is too large; lower max_batch or "
+                     "max_len", (long long)(used + unused), s->P);
     s->num_pages = (int32_t)(used + unused);
     s->table = gen_calloc((size_t)b * s->ppr, sizeof *s->table, "scope page table");
     int32_t *perm = gen_calloc((size_t)s->num_pages, sizeof *perm, "page permutation");

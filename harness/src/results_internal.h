@@ -65,6 +65,10 @@ void attest_results_quiet_end(const attest_results_quiet *q);
 /* Copies the innermost message of HDF5's error stack into buf ("" when empty) and clears it. */
 void attest_results_h5_detail(char *buf, size_t cap);
 
+/* Records "path: what: <HDF5's message>" with attest_fail and returns st. Call it before any
+ * other HDF5 call: a successful call clears HDF5's error stack. */
+attest_status attest_results_h5_fail(attest_status st, const char *path, const char *what);
+
 /* Variable-length UTF-8 string attributes (h5py reads them as str). */
 attest_status attest_results_write_str_attr(hid_t loc, const char *path, const char *name,
                                             const char *value) ATTEST_MUST_CHECK;

@@ -25,13 +25,6 @@ struct attest_results_reader {
     uint64_t cursor;             /* next row for attest_results_next */
 };
 
-static attest_status h5_fail(attest_status st, const char *path, const char *what)
-{
-    char detail[200];
-    attest_results_h5_detail(detail, sizeof detail);
-    return attest_fail(st, "%s: %s: %s", path, what, detail);
-}
-
 /* Reads an optional string attribute: absent gives "". */
 static attest_status opt_str(hid_t loc, const char *path, const char *name, char *buf, size_t cap)
 {
@@ -70,7 +63,7 @@ static attest_status read_policy_text(attest_results_reader *r, hid_t g)
     }
     if (mt < 0 || H5Tset_size(mt, n + 1) < 0 || H5Tset_cset(mt, H5Tget_cset(ft)) < 0 ||
         H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, r->policy_text) < 0)
-        st = h5_fail(ATTEST_ERR_IO, r->path, "cannot read provenance/policy_text");
+        st = attest_results_h5_fail(ATTEST_ERR_IO, r->path, "cannot read provenance/policy_text");
 out:
     if (mt >= 0) H5Tclose(mt);
     if (ft >= 0) H5Tclose(ft);
@@ -95,7 +88,7 @@ static attest_status read_provenance(attest_results_reader *r)
     attest_results_provenance *p = &r->prov;
     p->schema_version = (int32_t)version;
     hid_t g = H5Gopen2(r->file, ATTEST_RESULTS_PROVENANCE, H5P_DEFAULT);
-    if (g < 0) return h5_fail(ATTEST_ERR_FORMAT, r->path, "no provenance group");
+    if (g < 0) return attest_results_h5_fail(ATTEST_ERR_FORMAT, r->path, "no provenance group");
     const struct {
         const char *name;
         char *buf;
@@ -139,7 +132,7 @@ static attest_status read_provenance(attest_results_reader *r)
 static attest_status open_table(attest_results_reader *r)
 {
     r->cases = H5Dopen2(r->file, ATTEST_RESULTS_CASES, H5P_DEFAULT);
-    if (r->cases < 0) return h5_fail(ATTEST_ERR_FORMAT, r->path, "no cases table");
+    if (r->cases < 0) return attest_results_h5_fail(ATTEST_ERR_FORMAT, r->path, "no cases table");
     hid_t space = H5Dget_space(r->cases);
     int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
     hssize_t n = rank == 1 ? H5Sget_simple_extent_npoints(space) : -1;
@@ -177,7 +170,7 @@ static attest_status open_file(attest_results_reader *r)
         if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 ||
             (unlocked && H5Pset_file_locking(fapl, 0, 1) < 0)) {
             if (fapl >= 0) H5Pclose(fapl);
-            return h5_fail(ATTEST_ERR_IO, r->path, "cannot set up file access");
+            return attest_results_h5_fail(ATTEST_ERR_IO, r->path, "cannot set up file access");
         }
         r->file = H5Fopen(r->path, H5F_ACC_RDONLY, fapl);
         if (r->file < 0) attest_results_h5_detail(detail, sizeof detail);
@@ -248,7 +241,7 @@ static attest_status load_block(attest_results_reader *r, uint64_t index)
         char what[96];
         snprintf(what, sizeof what, "cannot read rows %llu..%llu", (unsigned long long)start,
                  (unsigned long long)(start + count - 1));
-        st = h5_fail(ATTEST_ERR_IO, r->path, what);
+        st = attest_results_h5_fail(ATTEST_ERR_IO, r->path, what);
         r->block_len = 0;
     } else {
         r->block_start = start;

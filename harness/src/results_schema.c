@@ -265,6 +265,13 @@ void attest_results_h5_detail(char *buf, size_t cap)
     if (!buf[0]) snprintf(buf, cap, "HDF5 error");
 }
 
+attest_status attest_results_h5_fail(attest_status st, const char *path, const char *what)
+{
+    char detail[200];
+    attest_results_h5_detail(detail, sizeof detail);
+    return attest_fail(st, "%s: %s: %s", path, what, detail);
+}
+
 /* --- attributes ---------------------------------------------------------------------------- */
 
 static attest_status attr_fail(const char *path, const char *name, const char *what)
@@ -277,18 +284,16 @@ static attest_status attr_fail(const char *path, const char *name, const char *w
 static attest_status write_attr(hid_t loc, const char *path, const char *name, hid_t file_type,
                                 hid_t mem_type, const void *value)
 {
+    /* Written once per file: the writer never replaces an attribute (that would free space). */
     hid_t space = H5Screate(H5S_SCALAR);
     if (space < 0) return attr_fail(path, name, "cannot create dataspace");
-    if (H5Aexists(loc, name) > 0 && H5Adelete(loc, name) < 0) {
-        H5Sclose(space);
-        return attr_fail(path, name, "cannot replace");
-    }
     hid_t a = H5Acreate2(loc, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
+    attest_status st = a < 0 ? attr_fail(path, name, "cannot create") : ATTEST_OK;
     H5Sclose(space);
-    if (a < 0) return attr_fail(path, name, "cannot create");
-    herr_t e = H5Awrite(a, mem_type, value);
-    if (H5Aclose(a) < 0) e = -1;
-    return e < 0 ? attr_fail(path, name, "cannot write") : ATTEST_OK;
+    if (st != ATTEST_OK) return st;
+    if (H5Awrite(a, mem_type, value) < 0) st = attr_fail(path, name, "cannot write");
+    if (H5Aclose(a) < 0 && st == ATTEST_OK) st = attr_fail(path, name, "cannot close");
+    return st;
 }
 
 attest_status attest_results_write_str_attr(hid_t loc, const char *path, const char *name,
@@ -296,8 +301,9 @@ attest_status attest_results_write_str_attr(hid_t loc, const char *path, const c
 {
     hid_t t = H5Tcopy(H5T_C_S1);
     if (t < 0 || H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
+        attest_status st = attr_fail(path, name, "cannot make a string type");
         if (t >= 0) H5Tclose(t);
-        return attr_fail(path, name, "cannot make a string type");
+        return st;
     }
     const char *v = value ? value : "";
     attest_status st = write_attr(loc, path, name, t, t, &v);

@@ -2,20 +2,21 @@
  * moment; closing it rebuilds the final file (compressed table, repros inside) and renames it over
  * the live one, so the published file is always whole.
  *
- * Why the live file survives a kill (each point was seen to fail without it):
+ * Why the live file survives a kill:
  *  - Superblock version 0 (libver bounds earliest..1.8). Version 3 superblocks (libver 1.10+,
  *    required by SWMR) carry an "open for write" flag that a dead writer leaves set; HDF5 then
  *    refuses the file until h5clear runs. Checked after creation; a file that has one is refused.
  *  - The table's rows live in an external raw file (RESULTS.h5.rows, HDF5 external storage,
  *    contiguous, unlimited) instead of chunks. A chunked table needs a chunk index whose nodes,
  *    the dataset's extent and the superblock are separate metadata blocks that H5Fflush writes in
- *    address order: a kill between them left rows past the extent's data, or an index pointing at
- *    nodes never written. With external storage a commit is: the rows are written to the raw file
+ *    address order: a kill between them was seen to leave an extent covering rows whose chunks
+ *    were not indexed yet (they read back as zeros), and can leave an index node pointing at a
+ *    node never written. With external storage a commit is: the rows are written to the raw file
  *    (H5Dwrite does that at once), then H5Fflush writes the dataset's object header with the new
  *    extent, one pwrite of a few hundred bytes, which a kill cannot split. Nothing else in the
  *    HDF5 file changes while the campaign runs (its end of allocation stays put), so every prefix
  *    of a commit leaves a file whose extent covers only rows already in the raw file.
- *  - The files are created under temporary names and renamed once they open.
+ *  - The HDF5 file is created under a temporary name and renamed once it opens.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,15 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "attest/build_info.h"
 #include "attest/casefile.h"
-#include "attest/compare.h"
 #include "results_internal.h"
-
 
 typedef struct signature_count {
     int32_t verdict;
@@ -69,26 +66,6 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void attest_results_utc_now(char *buf, size_t cap)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&t, &tm) == NULL || strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, cap, "unknown");
-}
-
-void attest_results_provenance_init(attest_results_provenance *p)
-{
-    memset(p, 0, sizeof *p);
-    snprintf(p->attest_version, sizeof p->attest_version, "%s", ATTEST_VERSION);
-    snprintf(p->git_commit, sizeof p->git_commit, "%s", ATTEST_GIT_COMMIT);
-    snprintf(p->c_compiler, sizeof p->c_compiler, "%s", ATTEST_C_COMPILER);
-    struct utsname u;
-    if (uname(&u) == 0)
-        snprintf(p->host, sizeof p->host, "%.48s %.64s %.64s %.32s", u.sysname, u.nodename,
-                 u.release, u.machine);
-    attest_results_utc_now(p->start_time, sizeof p->start_time);
-}
 
 attest_results_options attest_results_defaults(void)
 {
@@ -103,128 +80,6 @@ attest_results_options attest_results_defaults(void)
     return o;
 }
 
-static attest_status h5_fail(attest_status st, const char *path, const char *what)
-{
-    char detail[200];
-    attest_results_h5_detail(detail, sizeof detail);
-    return attest_fail(st, "%s: %s: %s", path, what, detail);
-}
-
-/* --- provenance (shared with the final file) --------------------------------------------- */
-
-attest_status attest_results_write_provenance(hid_t file, const char *path,
-                                              const attest_results_provenance *p,
-                                              const char *policy_text, const char *state,
-                                              const char *end_time, double duration_s)
-{
-    ATTEST_FORWARD(attest_results_write_str_attr(file, path, "format", ATTEST_RESULTS_FORMAT_NAME));
-    ATTEST_FORWARD(
-        attest_results_write_i64_attr(file, path, "schema_version", ATTEST_RESULTS_SCHEMA_VERSION));
-    hid_t g = H5Gcreate2(file, ATTEST_RESULTS_PROVENANCE, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return h5_fail(ATTEST_ERR_IO, path, "cannot create group provenance");
-    const struct {
-        const char *name, *value;
-    } strs[] = {
-        {"attest_version", p->attest_version}, {"git_commit", p->git_commit},
-        {"c_compiler", p->c_compiler},         {"host", p->host},
-        {"cuda_version", p->cuda_version},     {"device", p->device},
-        {"kernel", p->kernel},                 {"candidate", p->candidate},
-        {"policy_name", p->policy_name},       {"policy_hash", p->policy_hash},
-        {"policy_origin", p->policy_origin},   {"command_line", p->command_line},
-        {"start_time", p->start_time},         {"end_time", end_time},
-        {"state", state},
-    };
-    attest_status st = ATTEST_OK;
-    for (size_t i = 0; i < sizeof strs / sizeof strs[0] && st == ATTEST_OK; i++)
-        st = attest_results_write_str_attr(g, path, strs[i].name, strs[i].value);
-    if (st == ATTEST_OK) st = attest_results_write_u64_attr(g, path, "seed", p->seed);
-    if (st == ATTEST_OK)
-        st = attest_results_write_u64_attr(g, path, "cases_planned", p->cases_planned);
-    if (st == ATTEST_OK)
-        st = attest_results_write_f64_attr(g, path, "duration_seconds", duration_s);
-    if (st == ATTEST_OK) {
-        /* The policy text can exceed an attribute's 64 KiB: a scalar string dataset. */
-        const char *text = policy_text ? policy_text : "";
-        hid_t t = H5Tcopy(H5T_C_S1);
-        hid_t s = H5Screate(H5S_SCALAR);
-        hid_t d = H5I_INVALID_HID;
-        if (t < 0 || s < 0 || H5Tset_size(t, strlen(text) + 1) < 0 ||
-            H5Tset_cset(t, H5T_CSET_UTF8) < 0 ||
-            (d = H5Dcreate2(g, ATTEST_RESULTS_POLICY_TEXT, t, s, H5P_DEFAULT, H5P_DEFAULT,
-                            H5P_DEFAULT)) < 0 ||
-            H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, text) < 0)
-            st = h5_fail(ATTEST_ERR_IO, path, "cannot write provenance/policy_text");
-        if (d >= 0 && H5Dclose(d) < 0 && st == ATTEST_OK)
-            st = h5_fail(ATTEST_ERR_IO, path, "cannot close provenance/policy_text");
-        if (s >= 0) H5Sclose(s);
-        if (t >= 0) H5Tclose(t);
-    }
-    if (H5Gclose(g) < 0 && st == ATTEST_OK)
-        st = h5_fail(ATTEST_ERR_IO, path, "cannot close group provenance");
-    return st;
-}
-
-/* Creates the empty "cases" table with the legend attributes: rows in the external raw file
- * `external` (the live table), or chunked with deflate (< 0: none) when external is NULL. */
-attest_status attest_results_create_table(hid_t file, const char *path, hid_t file_type,
-                                          const char *external, uint32_t chunk_rows, int deflate,
-                                          hid_t *out)
-{
-    hsize_t dims = 0, maxdims = H5S_UNLIMITED, chunk = chunk_rows;
-    hid_t space = H5Screate_simple(1, &dims, &maxdims);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    attest_status st = ATTEST_OK;
-    *out = H5I_INVALID_HID;
-    int bad = space < 0 || dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0;
-    if (!bad && external)
-        bad = H5Pset_external(dcpl, external, 0, H5F_UNLIMITED) < 0;
-    else if (!bad)
-        bad = H5Pset_chunk(dcpl, 1, &chunk) < 0 ||
-              (deflate >= 0 &&
-               (H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, (unsigned)deflate) < 0));
-    if (bad) {
-        st = h5_fail(ATTEST_ERR_IO, path, "cannot set up the cases table");
-        goto out;
-    }
-    *out = H5Dcreate2(file, ATTEST_RESULTS_CASES, file_type, space, H5P_DEFAULT, dcpl,
-                      H5P_DEFAULT);
-    if (*out < 0) {
-        st = h5_fail(ATTEST_ERR_IO, path, "cannot create the cases table");
-        goto out;
-    }
-    char legend[512];
-    size_t used = 0;
-    legend[0] = '\0';
-    for (int v = 0; v < ATTEST_VERDICT_COUNT_; v++) {
-        int n = snprintf(legend + used, sizeof legend - used, "%s%d=%s", v ? "," : "", v,
-                         attest_verdict_name((attest_verdict)v));
-        if (n > 0 && (size_t)n < sizeof legend - used) used += (size_t)n;
-    }
-    st = attest_results_write_str_attr(*out, path, "verdict_values", legend);
-    used = 0;
-    legend[0] = '\0';
-    for (int g = 0; g < ATTEST_GATE_COUNT_; g++) {
-        int n = snprintf(legend + used, sizeof legend - used, "%s%d=%s", g ? "," : "", g,
-                         attest_gate_name((attest_gate)g));
-        if (n > 0 && (size_t)n < sizeof legend - used) used += (size_t)n;
-    }
-    if (st == ATTEST_OK) st = attest_results_write_str_attr(*out, path, "gate_bits", legend);
-    if (st == ATTEST_OK)
-        st = attest_results_write_str_attr(*out, path, "integrity_bits",
-                                           "0=canary,1=input_modified,2=nondeterminism,"
-                                           "3=candidate_error");
-    if (st == ATTEST_OK)
-        st = attest_results_write_str_attr(*out, path, "repro_values",
-                                           "0=none,1=stored in repro/<case_id>,2=skipped (limit)");
-out:
-    if (st != ATTEST_OK && *out >= 0) {
-        H5Dclose(*out);
-        *out = H5I_INVALID_HID;
-    }
-    if (space >= 0) H5Sclose(space);
-    if (dcpl >= 0) H5Pclose(dcpl);
-    return st;
-}
 
 /* --- creation ------------------------------------------------------------------------------ */
 
@@ -233,7 +88,7 @@ static attest_status check_superblock(attest_results_writer *w)
 {
     H5F_info2_t info;
     if (H5Fget_info2(w->file, &info) < 0)
-        return h5_fail(ATTEST_ERR_IO, w->path, "cannot read the superblock version");
+        return attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot read the superblock version");
     if (info.super.version >= 3)
         return attest_fail(ATTEST_ERR_UNSUPPORTED,
                            "%s: cannot be made crash-safe: HDF5 %u.%u.%u wrote superblock version "
@@ -279,17 +134,17 @@ static attest_status open_live(attest_results_writer *w)
     if (fapl < 0 || H5Pset_fapl_sec2(fapl) < 0 ||
         H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18) < 0 ||
         H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
-        st = h5_fail(ATTEST_ERR_IO, w->path, "cannot set up file access");
+        st = attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot set up file access");
         goto out;
     }
     w->file = H5Fcreate(w->live_tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (w->file < 0) {
-        st = h5_fail(ATTEST_ERR_IO, w->path, "cannot create");
+        st = attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot create");
         goto out;
     }
     void *handle = NULL;
     if (H5Fget_vfd_handle(w->file, fapl, &handle) < 0 || !handle) {
-        st = h5_fail(ATTEST_ERR_UNSUPPORTED, w->path,
+        st = attest_results_h5_fail(ATTEST_ERR_UNSUPPORTED, w->path,
                      "cannot be made crash-safe: no file descriptor from HDF5");
         goto out;
     }
@@ -306,7 +161,7 @@ static attest_status commit(attest_results_writer *w)
     if (w->buf_len > 0) {
         hsize_t start = w->flushed, count = w->buf_len, total = w->flushed + w->buf_len;
         if (H5Dset_extent(w->cases, &total) < 0)
-            return h5_fail(ATTEST_ERR_IO, w->path, "cannot extend the cases table");
+            return attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot extend the cases table");
         hid_t fs = H5Dget_space(w->cases);
         hid_t ms = H5Screate_simple(1, &count, NULL);
         herr_t e = -1;
@@ -318,7 +173,7 @@ static attest_status commit(attest_results_writer *w)
             H5Tconvert(w->mem_type, w->file_type, w->buf_len, w->buf, w->bkg, H5P_DEFAULT) >= 0)
             e = H5Dwrite(w->cases, w->file_type, ms, fs, H5P_DEFAULT, w->buf);
         /* Take HDF5's message before the closes below clear its error stack. */
-        attest_status st = e < 0 ? h5_fail(ATTEST_ERR_IO, w->path, "cannot write rows (disk full?)")
+        attest_status st = e < 0 ? attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot write rows (disk full?)")
                                  : ATTEST_OK;
         if (fs >= 0) H5Sclose(fs);
         if (ms >= 0) H5Sclose(ms);
@@ -332,7 +187,7 @@ static attest_status commit(attest_results_writer *w)
         if (!ok) return attest_fail(ATTEST_ERR_IO, "%s: fsync: %s", w->rows_path, strerror(errno));
     }
     if (H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0)
-        return h5_fail(ATTEST_ERR_IO, w->path, "cannot flush (disk full?)");
+        return attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot flush (disk full?)");
     if (w->opt.fsync && fsync(w->fd) != 0)
         return attest_fail(ATTEST_ERR_IO, "%s: fsync: %s", w->path, strerror(errno));
     w->flushed += w->buf_len;
@@ -408,7 +263,7 @@ attest_status attest_results_create(const char *path, const attest_results_prove
         st = attest_results_create_table(w->file, path, w->file_type, w->rows_path,
                                          opt.chunk_rows, -1, &w->cases);
     if (st == ATTEST_OK && H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0)
-        st = h5_fail(ATTEST_ERR_IO, path, "cannot flush");
+        st = attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot flush");
     if (st == ATTEST_OK) st = check_superblock(w);
     if (st == ATTEST_OK && rename(w->live_tmp, path) != 0)
         st = attest_fail(ATTEST_ERR_IO, "%s: cannot rename %s into place: %s", path, w->live_tmp,
@@ -562,10 +417,10 @@ attest_status attest_results_close(attest_results_writer *w, attest_results_end 
     if (st == ATTEST_OK) st = commit(w);
     /* Close the live file cleanly first: whatever happens next, it holds every row. */
     if (w->cases >= 0 && H5Dclose(w->cases) < 0 && st == ATTEST_OK)
-        st = h5_fail(ATTEST_ERR_IO, w->path, "cannot close the cases table");
+        st = attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot close the cases table");
     w->cases = H5I_INVALID_HID;
     if (w->file >= 0 && H5Fclose(w->file) < 0 && st == ATTEST_OK)
-        st = h5_fail(ATTEST_ERR_IO, w->path, "cannot close");
+        st = attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot close");
     w->file = H5I_INVALID_HID;
     if (st == ATTEST_OK) {
         char end_time[32];

@@ -73,6 +73,35 @@ __global__ void indexer_logits_kernel(attest_indexer_params p, const uint8_t *ca
     out_row[t] = acc * scale;
 }
 
+#ifdef ATTEST_WITH_MUTANTS
+// A deliberately broken kernel: on a case with a length-0 request it stores far outside any
+// allocation, the illegal address that poisons a CUDA context. The harness must report CRASH for
+// that case, replace its worker and go on.
+__global__ void illegal_address_kernel(float *logits)
+{
+    logits[static_cast<size_t>(1) << 40] = 1.0f;
+}
+
+int cuda_indexer_run(void *, const attest_kernel_args *args);
+
+int cuda_illegal_address_run(void *ctx, const attest_kernel_args *args)
+{
+    const attest_indexer_params &p = *args->u.indexer.params;
+    int32_t lens[1024];
+    const int n = p.b < 1024 ? p.b : 1024;
+    if (cudaMemcpy(lens, args->u.indexer.context_lens, n * sizeof(int32_t),
+                   cudaMemcpyDeviceToHost) != cudaSuccess)
+        return 1;
+    for (int i = 0; i < n; i++) {
+        if (lens[i] == 0) {
+            illegal_address_kernel<<<1, 1>>>(args->u.indexer.logits);
+            return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;
+        }
+    }
+    return cuda_indexer_run(ctx, args);
+}
+#endif
+
 int cuda_indexer_supports(void *, const attest_kernel_args *args)
 {
     const attest_indexer_params *p = args->u.indexer.params;
@@ -111,7 +140,21 @@ attest_candidate make_cuda_indexer()
 }
 
 const attest_candidate cuda_indexer = make_cuda_indexer();
+
+#ifdef ATTEST_WITH_MUTANTS
+attest_candidate make_illegal_address()
+{
+    attest_candidate c = make_cuda_indexer();
+    c.name = "mutant-cuda-indexer-illegal-address";
+    c.description = "cuda-indexer storing to an illegal address on a case with a length-0 request";
+    c.run = cuda_illegal_address_run;
+    return c;
+}
+const attest_candidate cuda_illegal_address = make_illegal_address();
+const attest_candidate *const cuda_candidates[] = {&cuda_indexer, &cuda_illegal_address};
+#else
 const attest_candidate *const cuda_candidates[] = {&cuda_indexer};
+#endif
 
 }  // namespace
 

@@ -198,8 +198,8 @@ def np_indexer_true(c):
         with np.errstate(invalid="ignore"):
             dots = qt[r] @ kt[phys].T
             relu = np.where(np.isnan(dots), 0.0, np.maximum(dots, 0.0))
-        out[r, :L] = (w[r][:, None] * relu).sum(axis=0)
-        bound[r, :L] = (np.abs(w[r])[:, None] * relu).sum(axis=0)
+            out[r, :L] = (w[r][:, None] * relu).sum(axis=0)
+            bound[r, :L] = (np.abs(w[r])[:, None] * relu).sum(axis=0)
     return out, bound
 
 
@@ -304,25 +304,35 @@ def rand_indexer_case(rng, cov):
     cache = np.full((nb, IDX_BLOCK_BYTES), 0xFF, np.uint8)  # NaN data and NaN scales
     nan_frac = 0.02 if rng.random() < 0.4 else 0.0
     for r in range(b):
-        for t in range(int(lens[r])):
-            blk, s = perm[r, t // IDX_BLOCK], t % IDX_BLOCK
-            cache[blk, s * 128:(s + 1) * 128] = fp8_bytes(rng, 128, nan_frac, cov)
-            u = rng.random()
-            sc = (np.float32(2.0 ** int(rng.integers(-12, 0))) if u < 0.3 else
-                  np.float32(1e-40) if u < 0.33 else np.float32(0.0) if u < 0.35 else
-                  np.float32(np.nan) if (u < 0.36 and nan_frac) else
-                  np.float32(-0.5) if u < 0.38 else np.float32(rng.random() * 0.05))
-            cache[blk, 8192 + 4 * s:8192 + 4 * s + 4] = np.frombuffer(
-                np.array([sc], "<f4").tobytes(), np.uint8)
+        t = np.arange(int(lens[r]))
+        blk, slot = perm[r, t // IDX_BLOCK], t % IDX_BLOCK
+        data = fp8_bytes(rng, len(t) * 128, nan_frac, cov).reshape(len(t), 128)
+        cache[blk[:, None], slot[:, None] * 128 + np.arange(128)] = data
+        u = rng.random(len(t))
+        sc = (rng.random(len(t)) * 0.05).astype(np.float32)  # raw amax/448 style
+        sc[u < 0.3] = 2.0 ** rng.integers(-12, 0, int((u < 0.3).sum()))
+        sc[(u >= 0.30) & (u < 0.33)] = 1e-40    # float32 subnormal
+        sc[(u >= 0.33) & (u < 0.35)] = 0.0
+        sc[(u >= 0.35) & (u < 0.37)] = -0.5     # kernel and README orders part here
+        if nan_frac:
+            sc[(u >= 0.37) & (u < 0.38)] = np.nan
+        cov["float32 subnormal / zero / negative scales"] += int(((u >= 0.3) & (u < 0.37)).sum())
+        sb = np.frombuffer(sc.astype("<f4").tobytes(), np.uint8).reshape(len(t), 4)
+        cache[blk[:, None], 8192 + slot[:, None] * 4 + np.arange(4)] = sb
     w = rng.standard_normal((b * nn, H)).astype(np.float32)
     w[rng.random(w.shape) < 0.1] = 0.0
-    if rng.random() < 0.2:  # -inf logits inside the valid length: top-k must skip them
-        w.flat[int(rng.integers(0, w.size))] = -np.inf
-        w.flat[int(rng.integers(0, w.size))] = np.inf
+    if rng.random() < 0.3:  # -inf logits inside the valid length: top-k must skip them
+        rows = rng.permutation(b * nn)
+        w[rows[0], int(rng.integers(0, H))] = -np.inf
+        if len(rows) > 1:
+            w[rows[1], int(rng.integers(0, H))] = np.inf
         cov["cases with +-inf weights"] += 1
     masking = str(rng.choice(["-inf", "0.0", "unspecified"]))
-    topk = int(rng.choice([0, 1, 8, 64, 200]))
-    rule = str(rng.choice(["by_score", "short_identity"]))
+    topk = int(rng.choice([0, 1, 8, 64, 200, 300]))
+    rule = "short_identity" if rng.random() < 0.3 else "by_score"
+    if rng.random() < 0.25 and lens.max() > 0:
+        topk = int(lens.max())  # the last MTP row of the longest request has L == k exactly
+        cov["top-k with L == k"] += 1
     attrs = dict(kind="indexer", layout="c4-indexer", block_size=64, block_bytes=8448,
                  num_blocks=nb, b=b, next_n=nn, heads=H, head_dim=128, max_len=max_len,
                  blocks_per_req=bpr, masking=masking, topk=topk, topk_rule=rule)
@@ -343,27 +353,29 @@ def rand_indexer_case(rng, cov):
 
 def mla_pool(rng, layout, P, stride, npages, used, nan_frac, cov):
     pool = np.full((npages, stride), 0xFF, np.uint8)  # every unused byte is NaN
-    for tok in used:
-        pg, t = divmod(int(tok), P)
-        rope = rng.standard_normal(64).astype(np.float32)
-        if rng.random() < 0.1:
-            rope[:4] = np.float32(1e-39)  # bf16 subnormals
-        rope_b = np.frombuffer(rope.astype(BF16).tobytes(), np.uint8)
-        if layout == "mla-v4":
-            pool[pg, t * 576:t * 576 + 448] = fp8_bytes(rng, 448, nan_frac, cov)
-            pool[pg, t * 576 + 448:t * 576 + 576] = rope_b
-            sc = rng.integers(118, 126, 7).astype(np.uint8)
-            if rng.random() < 0.05:
-                sc[0] = 0  # 2^-127
-            pool[pg, P * 576 + t * 8:P * 576 + t * 8 + 7] = sc
-        else:
-            rec = t * 656
-            pool[pg, rec:rec + 512] = fp8_bytes(rng, 512, nan_frac, cov)
-            sc = (2.0 ** rng.integers(-9, -2, 4)).astype(np.float32)
-            if rng.random() < 0.5:
-                sc = (rng.random(4) * 0.05).astype(np.float32)  # raw amax/448 style
-            pool[pg, rec + 512:rec + 528] = np.frombuffer(sc.astype("<f4").tobytes(), np.uint8)
-            pool[pg, rec + 528:rec + 656] = rope_b
+    pg, t = np.divmod(np.asarray(used, np.int64), P)
+    n = len(pg)
+    rope = rng.standard_normal((n, 64)).astype(np.float32)
+    rope[rng.random(n) < 0.1, :4] = np.float32(1e-39)  # bf16 subnormals
+    rope_b = np.frombuffer(rope.astype(BF16).tobytes(), np.uint8).reshape(n, 128)
+    if layout == "mla-v4":
+        base = t[:, None] * 576
+        pool[pg[:, None], base + np.arange(448)] = fp8_bytes(rng, n * 448, nan_frac,
+                                                             cov).reshape(n, 448)
+        pool[pg[:, None], base + 448 + np.arange(128)] = rope_b
+        sc = rng.integers(118, 126, (n, 7)).astype(np.uint8)
+        sc[rng.random(n) < 0.05, 0] = 0  # 2^-127
+        pool[pg[:, None], P * 576 + t[:, None] * 8 + np.arange(7)] = sc
+    else:
+        base = t[:, None] * 656
+        pool[pg[:, None], base + np.arange(512)] = fp8_bytes(rng, n * 512, nan_frac,
+                                                             cov).reshape(n, 512)
+        sc = (2.0 ** rng.integers(-9, -2, (n, 4))).astype(np.float32)
+        raw = rng.random(n) < 0.5  # raw amax/448 style, not powers of two
+        sc[raw] = (rng.random((int(raw.sum()), 4)) * 0.05).astype(np.float32)
+        sb = np.frombuffer(sc.astype("<f4").tobytes(), np.uint8).reshape(n, 16)
+        pool[pg[:, None], base + 512 + np.arange(16)] = sb
+        pool[pg[:, None], base + 528 + np.arange(128)] = rope_b
     return pool.reshape(-1)
 
 

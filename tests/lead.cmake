@@ -1,0 +1,10 @@
+# Registrations owned by the lead: end-to-end verdicts (slow tier) and GPU tests.
+list(APPEND ATTEST_CUSTOM_TESTS test_verdicts test_gpu)
+attest_add_cmocka_test(test_verdicts test_verdicts.c LABELS "slow;verdicts" TIMEOUT 900)
+if(ATTEST_HAVE_CUDA)
+  # GPU tests see the device (no CUDA_VISIBLE_DEVICES override) and hold a lock: one at a time.
+  attest_add_cmocka_test(test_gpu test_gpu.c LABELS gpu TIMEOUT 600)
+  if(TEST test_gpu)
+    set_tests_properties(test_gpu PROPERTIES RESOURCE_LOCK gpu)
+  endif()
+endif()

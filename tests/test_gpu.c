@@ -1,0 +1,114 @@
+/* GPU tests (label gpu): the CUDA candidates through the same runner and verdicts as CPU ones.
+ * Exits 77 (skipped) where no CUDA device is usable; the runner, not this process, touches CUDA,
+ * so the skip decision comes from the worker's own UNSUPPORTED verdict. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attest/generator.h"
+#include "attest/reference.h"
+#include "attest/registry.h"
+#include "attest/runner.h"
+
+static attest_policy *policy;
+
+static attest_status reference(const attest_case *c, double **outputs)
+{
+    return attest_ref_compute(c, ATTEST_REF_SIMULATED, outputs);
+}
+
+static attest_runner *make_runner(const char *name)
+{
+    const attest_candidate *cand = attest_builtin_find(name);
+    assert_non_null(cand);
+    attest_runner_options opt = attest_runner_defaults();
+    opt.policy = policy;
+    opt.reference = reference;
+    attest_runner *r = NULL;
+    assert_int_equal(attest_runner_create(cand, &opt, &r), ATTEST_OK);
+    return r;
+}
+
+static attest_verdict judge(attest_runner *r, const attest_gen_options *g, uint64_t seed,
+                            attest_case_record *rec)
+{
+    attest_case c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(attest_generate_case(g, seed, &c), ATTEST_OK);
+    memset(rec, 0, sizeof *rec);
+    assert_int_equal(attest_runner_judge(r, &c, rec, NULL), ATTEST_OK);
+    attest_case_free(&c);
+    return rec->verdict;
+}
+
+/* cuda-indexer passes generated cases of default and production shapes. */
+static void cuda_indexer_passes(void **state)
+{
+    (void)state;
+    attest_runner *r = make_runner("cuda-indexer");
+    attest_gen_options g = attest_gen_defaults(ATTEST_KERNEL_INDEXER);
+    attest_case_record rec;
+    for (uint64_t i = 0; i < 300; i++) {
+        if (i == 250) g.production_shape = 1;
+        attest_verdict v = judge(r, &g, attest_case_seed(11, i), &rec);
+        if (v != ATTEST_VERDICT_OK)
+            print_error("case %llu: %s %s | %s\n", (unsigned long long)i, attest_verdict_name(v),
+                        rec.message, rec.params);
+        assert_int_equal(v, ATTEST_VERDICT_OK);
+    }
+    printf("device: %s; 300 cases OK\n", attest_runner_device(r));
+    attest_runner_destroy(r);
+}
+
+/* An illegal address poisons the worker's CUDA context: that case is CRASH, a new worker takes
+ * over, and the following cases are judged normally. */
+static void illegal_address_is_a_crash_and_the_run_goes_on(void **state)
+{
+    (void)state;
+    attest_runner *r = make_runner("mutant-cuda-indexer-illegal-address");
+    attest_gen_options g = attest_gen_defaults(ATTEST_KERNEL_INDEXER);
+    attest_case_record rec;
+    int crashes = 0, ok_after_crash = 0;
+    for (uint64_t i = 0; i < 200 && ok_after_crash < 3; i++) {
+        attest_verdict v = judge(r, &g, attest_case_seed(12, i), &rec);
+        if (v == ATTEST_VERDICT_CRASH) {
+            if (crashes++ == 0) printf("case %llu: CRASH: %s\n", (unsigned long long)i, rec.message);
+        } else {
+            assert_int_equal(v, ATTEST_VERDICT_OK);
+            if (crashes) ok_after_crash++;
+        }
+    }
+    assert_true(crashes > 0);
+    assert_int_equal(ok_after_crash, 3);
+    printf("worker starts: %lu (one per crash plus the first)\n", attest_runner_worker_starts(r));
+    assert_true(attest_runner_worker_starts(r) >= (unsigned long)crashes);
+    attest_runner_destroy(r);
+}
+
+int main(void)
+{
+    if (attest_policy_default(&policy) != ATTEST_OK) return 1;
+    /* Probe through the runner: its worker opens the device, this process never does. */
+    attest_runner *probe = make_runner("cuda-indexer");
+    attest_gen_options g = attest_gen_defaults(ATTEST_KERNEL_INDEXER);
+    attest_case_record rec;
+    attest_verdict v = judge(probe, &g, 1, &rec);
+    attest_runner_destroy(probe);
+    if (v == ATTEST_VERDICT_UNSUPPORTED) {
+        printf("skipped: %s\n", rec.message);
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(cuda_indexer_passes),
+        cmocka_unit_test(illegal_address_is_a_crash_and_the_run_goes_on),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    attest_policy_free(policy);
+    return failed;
+}
