@@ -280,10 +280,11 @@ int attest_cmd_reference(int argc, char **argv)
     if (done || rc != ATTEST_EXIT_OK) return rc;
 
     group_list groups = {0};
-    attest_status st = ATTEST_OK;
-    if (o.group)
+    /* User files first go through a child process: corrupt HDF5 metadata can crash libhdf5. */
+    attest_status st = attest_casefile_probe(o.input, o.group);
+    if (st == ATTEST_OK && o.group)
         st = collect(o.group[0] ? o.group : "/", ATTEST_KERNEL_INDEXER, &groups);
-    else
+    else if (st == ATTEST_OK)
         st = attest_casefile_list_groups(o.input, collect, &groups);
     attest_tensorfile *f = NULL;
     if (st == ATTEST_OK) st = attest_tensorfile_create(o.out, &f);

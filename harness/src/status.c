@@ -1,6 +1,7 @@
 #include "attest/status.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 static _Thread_local char last_error[512];
 
@@ -25,10 +26,14 @@ const char *attest_status_name(attest_status status)
 
 attest_status attest_fail(attest_status status, const char *fmt, ...)
 {
+    /* Format into a local buffer first: callers often pass attest_last_error() as an argument
+     * to add context, and formatting straight into last_error would overlap with it. */
+    char message[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    memcpy(last_error, message, sizeof last_error);
     return status;
 }
 

@@ -72,6 +72,14 @@ attest_status attest_casefile_save(const char *path, const char *group, const at
 attest_status attest_casefile_load(const char *path, const char *group, attest_case *out)
     ATTEST_MUST_CHECK;
 
+/* Loads the case in `group` (NULL: every case the file lists) in a forked child process and
+ * returns what that load returned, with its message. A file whose corrupt HDF5 metadata crashes
+ * the HDF5 library (1.10 trusts some on-disk structures) gives ATTEST_ERR_FORMAT "reading it
+ * crashed the HDF5 library" instead of killing the caller. Loading is deterministic: after
+ * ATTEST_OK, attest_casefile_load of the same file cannot crash. Costs one extra load and a fork;
+ * for commands that open user-supplied files (the CLI), not for hot loops. */
+attest_status attest_casefile_probe(const char *path, const char *group) ATTEST_MUST_CHECK;
+
 /* Called once per case found by attest_casefile_list_groups: `group` is "/" for a case at the
  * root, else its path without a leading slash ("v4_basic", "repro/17"). A non-OK return stops
  * the walk and is returned by attest_casefile_list_groups. */

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the attest CLI as a kernel engineer uses it: run, show, replay, campaign,
+exit statuses (0 pass, 1 a case failed, 2 usage or input error) and one-line errors."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+CLI = os.environ.get("ATTEST_CLI")
+failures = []
+checks = 0
+
+
+def run(*args, timeout=600):
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, "CI": "1"})
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def one_line_error(rc, out, err, what):
+    check(rc == 2, f"{what}: exit status {rc}, expected 2")
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(len(lines) == 1 and lines[0].startswith("attest"),
+          f"{what}: expected one error line on stderr, got {err!r}")
+
+
+def main():
+    if not CLI or not os.path.exists(CLI):
+        print("ATTEST_CLI not set or missing; skipping")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="attest-cli-")
+
+    # The issue's acceptance commands: correct candidates pass 200 cases, exit 0.
+    for kernel, cand in (("indexer", "cpu-indexer"), ("mla-decode", "cpu-mla-decode")):
+        rc, out, err = run("run", "--kernel", kernel, "--candidate", cand, "--cases", "200",
+                           "--seed", "1")
+        check(rc == 0, f"{cand}: exit {rc}\n{out}\n{err}")
+        check("result: PASS (200 cases)" in out, f"{cand}: no PASS summary in\n{out}")
+
+    # A mutant fails with exit 1 and names its failing cases with a replay command.
+    res = os.path.join(tmp, "r.h5")
+    rc, out, err = run("run", "--kernel", "indexer", "--candidate",
+                       "mutant-indexer-scale-off-by-one", "--cases", "40", "--seed", "1",
+                       "--out", res)
+    check(rc == 1, f"mutant run: exit {rc}")
+    check(re.search(r"#\d+ MISMATCH", out) is not None, "mutant run names no MISMATCH case")
+    m = re.search(r"replay: (attest replay \S+ --case (\d+) --candidate \S+)", out)
+    check(m is not None, "mutant run prints no replay command")
+
+    # show: the same verdicts again, exit 1.
+    rc, out_show, err = run("show", res)
+    check(rc == 1, f"show: exit {rc}")
+    check("MISMATCH" in out_show and "failures by verdict and gate" in out_show,
+          "show lacks grouped failures")
+
+    # replay of the failing case reproduces the stored verdict, exit 1.
+    if m:
+        rc, out_rep, err = run("replay", res, "--case", m.group(2), "--candidate",
+                               "mutant-indexer-scale-off-by-one")
+        check(rc == 1, f"replay: exit {rc}\n{err}")
+        check("replayed verdict: MISMATCH (reproduced)" in out_rep,
+              f"replay did not reproduce:\n{out_rep}")
+        # The correct candidate on the same stored case passes.
+        rc, out_ok, err = run("replay", res, "--case", m.group(2), "--candidate", "cpu-indexer")
+        check(rc == 0, f"replay with cpu-indexer: exit {rc}\n{out_ok}{err}")
+
+    # Crashing and hanging mutants: CRASH and TIMEOUT while the run goes on to judge later cases.
+    for cand, verdict, extra in (("mutant-indexer-crash", "CRASH", []),
+                                 ("mutant-indexer-hang", "TIMEOUT", ["--timeout", "0.5"])):
+        rc, out, err = run("run", "--candidate", cand, "--cases", "30", "--seed", "1", *extra)
+        check(rc == 1, f"{cand}: exit {rc}")
+        check(re.search(rf"verdicts:.*{verdict} \d+", out) is not None, f"{cand}: no {verdict}")
+        check(re.search(r"verdicts:.*OK \d+", out) is not None,
+              f"{cand}: no OK case after the failure: the run did not go on\n{out}")
+
+    # The main job on a small scale.
+    camp = os.path.join(tmp, "c.h5")
+    rc, out, err = run("campaign", "--cases", "40", "--out", camp)
+    check(rc == 0 and "result: PASS (80 cases)" in out, f"campaign: exit {rc}\n{out}\n{err}")
+
+    # --case-seed replays one generated case from its logged seed.
+    rc, out, err = run("run", "--candidate", "cpu-mla-decode", "--case-seed", "0x1234")
+    check(rc == 0 and "(1 cases)" in out, f"--case-seed: exit {rc}\n{out}")
+
+    # Usage and input errors: exit 2 with one line naming what is wrong.
+    bad_h5 = os.path.join(tmp, "bad.h5")
+    with open(bad_h5, "wb") as f:
+        f.write(b"not an hdf5 file at all")
+    truncated = os.path.join(tmp, "trunc.h5")
+    with open(camp, "rb") as f:
+        data = f.read()
+    with open(truncated, "wb") as f:
+        f.write(data[: len(data) // 2])
+    for args, what in (
+        (["nosuchverb"], "unknown verb"),
+        (["run"], "run without --candidate"),
+        (["run", "--candidate", "no-such"], "unknown candidate"),
+        (["run", "--candidate", "cpu-indexer", "--cases", "0"], "--cases 0"),
+        (["run", "--candidate", "cpu-indexer", "--cases", "12x"], "--cases 12x"),
+        (["run", "--candidate", "cpu-indexer", "--kernel", "mla-decode"], "kernel mismatch"),
+        (["run", "--candidate", "cpu-indexer", "--policy", "/nonexistent.json"], "missing policy"),
+        (["run", "--candidate", "cpu-indexer", "--bogus"], "unknown option"),
+        (["run", "--candidate", "/nonexistent/lib.so:x"], "missing plugin"),
+        (["show", bad_h5], "show on a non-HDF5 file"),
+        (["show", truncated], "show on a truncated file"),
+        (["show", os.path.join(tmp, "missing.h5")], "show on a missing file"),
+        (["replay", bad_h5, "--candidate", "cpu-indexer"], "replay on a non-HDF5 file"),
+        (["replay", camp, "--candidate", "cpu-indexer"], "replay of a results file without --case"),
+        (["campaign", "--cases", "-1"], "campaign --cases -1"),
+    ):
+        rc, out, err = run(*args)
+        one_line_error(rc, out, err, what)
+
+    for verb in ("run", "show", "replay", "campaign", "reference", "list", "layout"):
+        rc, out, err = run(verb, "--help")
+        check(rc == 0 and "usage" in out.lower(), f"{verb} --help: exit {rc}")
+
+    print(f"test_cli: {checks} checks, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
