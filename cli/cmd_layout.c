@@ -75,7 +75,7 @@ static int option_value(int argc, char **argv, int *i, const char *name, const c
 static void row(const char *region, const char *formula, const char *type, unsigned count,
                 uint64_t first_begin, uint64_t first_end, uint64_t last_begin, uint64_t last_end)
 {
-    char first[40], last[40];
+    char first[48], last[48]; /* two 20-digit numbers, brackets and a comma */
     snprintf(first, sizeof first, "[%" PRIu64 ", %" PRIu64 ")", first_begin, first_end);
     snprintf(last, sizeof last, "[%" PRIu64 ", %" PRIu64 ")", last_begin, last_end);
     printf("  %-20s %-24s %-11s %5u  %-16s %s\n", region, formula, type, count, first, last);

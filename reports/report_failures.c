@@ -74,7 +74,7 @@ attest_status attest_failure_groups_add(attest_failure_groups *g, const attest_c
     ATTEST_RETURN_IF(!g || !rec, ATTEST_ERR_INVALID_ARGUMENT,
                      "attest_failure_groups_add: NULL argument");
     if (!attest_verdict_is_failure(rec->verdict)) return ATTEST_OK;
-    failure_group *fg;
+    failure_group *fg = NULL;
     ATTEST_FORWARD(find_group(g, rec, &fg));
     g->failures++;
     fg->count++;

@@ -47,7 +47,7 @@ typedef struct exec_state {
     int initialized;         /* init() was called */
     int init_rc;
     int device_state;        /* 0 not opened, 1 usable, -1 unusable (message kept) */
-    char device_msg[200];
+    char device_msg[160]; /* fits in a result message after its prefix */
     char device_desc[96];
     void *device_base;       /* mirror of [data_begin, used) of the arena */
     size_t device_cap;

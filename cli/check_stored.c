@@ -1,0 +1,246 @@
+/* attest check: comparing a candidate's outputs with the expected outputs a fixture stores
+ * (check.h). The stored tensor takes the reference's place in the comparator, so every gate of
+ * the policy applies unchanged; only the conventions need care, because the stored outputs
+ * follow the case file's attributes while the candidate follows its own declaration. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attest/compare.h"
+#include "attest/reference.h"
+#include "attest/runner.h"
+#include "check.h"
+
+static void where_prefix(char *buf, size_t cap, const char *path, const char *group)
+{
+    int root = !group || !*group || !strcmp(group, "/");
+    snprintf(buf, cap, "%s: %s%s", path, root ? "" : group, root ? "" : "/");
+}
+
+static void shape_string(const int64_t *shape, int32_t rank, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int32_t i = 0; i < rank && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+attest_status check_expected_load(const char *path, const char *group, const attest_case *c,
+                                  check_expected *out)
+{
+    memset(out, 0, sizeof *out);
+    char where[600];
+    where_prefix(where, sizeof where, path, group);
+    int32_t k = 0;
+    attest_status st = ATTEST_OK;
+    for (size_t i = 0; i < c->num_tensors && st == ATTEST_OK; i++) {
+        const attest_tensor *t = &c->tensors[i];
+        if (t->role != ATTEST_ROLE_OUTPUT) continue;
+        if (k >= ATTEST_RECORD_MAX_OUTPUTS) break;
+        attest_stored_tensor *s = &out->tensors[out->count];
+        st = attest_casefile_load_output(path, group, t->name, s);
+        if (st == ATTEST_ERR_NOT_FOUND) {
+            attest_clear_error();
+            st = ATTEST_OK;
+            k++;
+            continue;
+        }
+        if (st != ATTEST_OK) break;
+        out->output_index[out->count++] = k++;
+        if (s->dtype != ATTEST_DTYPE_F32 && s->dtype != ATTEST_DTYPE_BF16 &&
+            s->dtype != ATTEST_DTYPE_F64) {
+            st = attest_fail(ATTEST_ERR_FORMAT,
+                             "%s%s: expected output of dtype %s; stored outputs are float32, "
+                             "bf16 (uint16) or float64",
+                             where, t->name, attest_dtype_name(s->dtype));
+        } else if (!attest_stored_tensor_matches(s, t)) {
+            char got[96], want[96];
+            shape_string(s->shape, s->rank, got, sizeof got);
+            shape_string(t->shape, t->rank, want, sizeof want);
+            st = attest_fail(ATTEST_ERR_FORMAT,
+                             "%s%s: expected output of shape %s, the case's %s is %s", where,
+                             t->name, got, t->name, want);
+        }
+    }
+    if (st != ATTEST_OK) check_expected_free(out);
+    return st;
+}
+
+void check_expected_free(check_expected *e)
+{
+    for (int32_t i = 0; i < e->count && i < ATTEST_RECORD_MAX_OUTPUTS; i++)
+        attest_stored_tensor_free(&e->tensors[i]);
+    memset(e, 0, sizeof *e);
+}
+
+static const attest_tensor *output_tensor(const attest_case *c, int32_t k)
+{
+    for (size_t i = 0; i < c->num_tensors; i++)
+        if (c->tensors[i].role == ATTEST_ROLE_OUTPUT && k-- == 0) return &c->tensors[i];
+    return NULL;
+}
+
+/* log(exp(a) + exp(b)) in double; +inf absorbs, -inf is the identity, NaN propagates. */
+static double logaddexp(double a, double b)
+{
+    if (isnan(a) || isnan(b)) return a + b;
+    if (a == -INFINITY) return b;
+    if (b == -INFINITY) return a;
+    if (a == INFINITY || b == INFINITY) return INFINITY;
+    double m = a > b ? a : b;
+    return m + log1p(exp(-fabs(a - b)));
+}
+
+static void add_note(char *notes, size_t cap, const char *text)
+{
+    if (!notes || cap == 0) return;
+    size_t n = strlen(notes);
+    if (n + 1 < cap) snprintf(notes + n, cap - n, "%s%s", n ? "; " : "", text);
+}
+
+/* Positions past each row's valid length are left out: what they hold depends on a masking
+ * convention the stored outputs and the candidate do not share. */
+static uint8_t *valid_region_mask(const attest_case *c)
+{
+    const attest_indexer_params *p = &c->params.indexer;
+    const attest_tensor *lens = attest_case_tensor_const(c, "context_lens");
+    const size_t rows = (size_t)p->b * (size_t)p->next_n, width = (size_t)p->max_len;
+    uint8_t *mask = malloc(rows * width ? rows * width : 1);
+    if (!mask || !lens || !lens->data) {
+        free(mask);
+        return NULL;
+    }
+    for (size_t r = 0; r < rows; r++) {
+        size_t len = (size_t)attest_indexer_row_length(p, lens->data, (int32_t)r);
+        memset(mask + r * width, 1, len);
+        memset(mask + r * width + len, 0, width - len);
+    }
+    return mask;
+}
+
+/* The top-k gate against stored logits: both sets are selected the same way, from the stored
+ * and the candidate logits. */
+static attest_status stored_topk(const attest_case *c, const double *ref, const float *cand,
+                                 const attest_tolerance *tol, attest_tensor_metrics *m)
+{
+    const attest_indexer_params *p = &c->params.indexer;
+    const int32_t *lens = attest_case_tensor_const(c, "context_lens")->data;
+    const int32_t rows = p->b * p->next_n, width = p->max_len, k = p->topk;
+    int32_t *row_len = malloc((size_t)rows * sizeof *row_len);
+    int32_t *sets = malloc(2 * (size_t)rows * (size_t)k * sizeof *sets);
+    double *scores = malloc((size_t)width * sizeof *scores);
+    attest_status st = ATTEST_OK;
+    if (!row_len || !sets || !scores)
+        st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "top-k sets of %d rows", rows);
+    int32_t *cand_sets = sets, *ref_sets = sets ? sets + (size_t)rows * k : NULL;
+    for (int32_t r = 0; r < rows && st == ATTEST_OK; r++) {
+        const size_t base = (size_t)r * (size_t)width;
+        row_len[r] = attest_indexer_row_length(p, lens, r);
+        for (int32_t t = 0; t < row_len[r]; t++) scores[t] = (double)cand[base + (size_t)t];
+        st = attest_ref_topk_row(scores, row_len[r], k, p->topk_rule, cand_sets + (size_t)r * k);
+        if (st == ATTEST_OK)
+            st = attest_ref_topk_row(ref + base, row_len[r], k, p->topk_rule,
+                                     ref_sets + (size_t)r * k);
+    }
+    if (st == ATTEST_OK)
+        st = attest_compare_topk(ref, rows, width, row_len, cand_sets, ref_sets, k, tol, m);
+    free(row_len);
+    free(sets);
+    free(scores);
+    return st;
+}
+
+/* Compares one stored output. `conv_cand` receives a converted copy of the candidate's lse when
+ * the stored lse includes the sink and the candidate's does not. */
+static attest_status compare_one(const attest_case *c, const attest_tensor *t,
+                                 const attest_stored_tensor *s, const void *cand,
+                                 const attest_conventions *cc, const attest_tolerance *tol,
+                                 attest_tensor_metrics *m, char *notes, size_t notes_cap)
+{
+    const size_t n = attest_tensor_count(t);
+    double *ref = malloc((n ? n : 1) * sizeof *ref);
+    float *conv = NULL;
+    uint8_t *mask = NULL;
+    ATTEST_RETURN_IF(!ref, ATTEST_ERR_OUT_OF_MEMORY, "%s: %zu stored values", t->name, n);
+    attest_status st = attest_stored_tensor_to_f64(s, ref);
+    const void *cand_bits = cand;
+    char note[200];
+    if (st == ATTEST_OK && c->kernel == ATTEST_KERNEL_INDEXER && !strcmp(t->name, "logits")) {
+        const attest_masking file_m = c->params.indexer.masking;
+        if (file_m == ATTEST_MASK_UNSPECIFIED || cc->masking != file_m) {
+            mask = valid_region_mask(c);
+            if (!mask) st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "logits compare mask");
+            if (file_m != ATTEST_MASK_UNSPECIFIED && cc->masking != file_m) {
+                snprintf(note, sizeof note,
+                         "logits past row lengths not compared (fixture masking %s, candidate %s)",
+                         attest_masking_name(file_m), attest_masking_name(cc->masking));
+                add_note(notes, notes_cap, note);
+            }
+        }
+    }
+    if (st == ATTEST_OK && c->kernel == ATTEST_KERNEL_MLA_DECODE && !strcmp(t->name, "lse") &&
+        c->params.mla.has_sink && cc->lse_convention != c->params.mla.lse_convention) {
+        /* Adding the sink is well conditioned (d logaddexp(x, s)/dx <= 1); removing it is not,
+         * so whichever side excludes the sink gets it added. */
+        const attest_tensor *sink_t = attest_case_tensor_const(c, "attn_sink");
+        const float *sink = sink_t ? sink_t->data : NULL;
+        const size_t h_q = (size_t)c->params.mla.h_q;
+        if (!sink) st = attest_fail(ATTEST_ERR_FORMAT, "case has has_sink but no attn_sink");
+        if (st == ATTEST_OK && c->params.mla.lse_convention == ATTEST_LSE_EXCLUDES_SINK) {
+            for (size_t i = 0; i < n; i++) ref[i] = logaddexp(ref[i], (double)sink[i % h_q]);
+            add_note(notes, notes_cap, "lse: sink added to the stored lse (fixture "
+                                       "excludes_sink, candidate includes_sink)");
+        } else if (st == ATTEST_OK) {
+            conv = malloc((n ? n : 1) * sizeof *conv);
+            if (!conv) st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "lse: %zu values", n);
+            const float *cl = cand;
+            for (size_t i = 0; conv && i < n; i++)
+                conv[i] = (float)logaddexp((double)cl[i], (double)sink[i % h_q]);
+            cand_bits = conv;
+            add_note(notes, notes_cap, "lse: sink added to the candidate's lse (fixture "
+                                       "includes_sink, candidate excludes_sink)");
+        }
+    }
+    if (st == ATTEST_OK)
+        st = attest_compare_tensor(ref, cand_bits, t->dtype, n, t->shape, t->rank, mask,
+                                   t->dtype == ATTEST_DTYPE_BF16 ? ATTEST_POISON_BF16
+                                                                 : ATTEST_POISON_F32,
+                                   tol, m);
+    if (st == ATTEST_OK) {
+        snprintf(m->output, sizeof m->output, "%s", t->name);
+        if (c->kernel == ATTEST_KERNEL_INDEXER && !strcmp(t->name, "logits") &&
+            c->params.indexer.topk > 0 && t->dtype == ATTEST_DTYPE_F32)
+            st = stored_topk(c, ref, cand, tol, m);
+    }
+    free(ref);
+    free(conv);
+    free(mask);
+    return st;
+}
+
+attest_status check_compare_stored(const attest_case *c, const check_expected *e,
+                                   void *const *cand, const attest_conventions *cand_conv,
+                                   const attest_policy *policy, attest_tensor_metrics *metrics,
+                                   uint32_t *failed_gates, char *notes, size_t notes_cap)
+{
+    *failed_gates = 0;
+    if (notes && notes_cap) notes[0] = '\0';
+    for (int32_t j = 0; j < e->count; j++) {
+        const int32_t k = e->output_index[j];
+        const attest_tensor *t = output_tensor(c, k);
+        ATTEST_RETURN_IF(!t || !cand[k], ATTEST_ERR_INTERNAL,
+                         "stored output %d has no candidate output to compare", (int)k);
+        attest_tolerance tol;
+        attest_status st = attest_policy_lookup(policy, c->kernel, t->name, &tol);
+        if (st != ATTEST_OK)
+            return attest_fail(st, "policy '%s' has no tolerance for %s output '%s'",
+                               attest_policy_name(policy), attest_kernel_name(c->kernel),
+                               t->name);
+        memset(&metrics[j], 0, sizeof metrics[j]);
+        ATTEST_FORWARD(compare_one(c, t, &e->tensors[j], cand[k], cand_conv, &tol, &metrics[j],
+                                   notes, notes_cap));
+        *failed_gates |= metrics[j].failed_gates;
+    }
+    return ATTEST_OK;
+}
