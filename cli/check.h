@@ -35,6 +35,7 @@ typedef struct check_group {
     char name[256];              /* "/" for a root case, else the group path */
     attest_kernel kernel;
     attest_status status;        /* ATTEST_OK: the case and its stored outputs read cleanly */
+    int32_t expected;            /* stored expected outputs found (when asked for) */
     char message[512];           /* the one-line error when status != ATTEST_OK */
 } check_group;
 

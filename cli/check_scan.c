@@ -106,8 +106,10 @@ attest_status check_files_collect(char *const *args, size_t num_args, const char
         if (slash && dlen == 0) dlen = 1; /* "/name" */
         snprintf(dir, sizeof dir, "%.*s", (int)dlen, slash ? exclude : ".");
         if (!slash) snprintf(dir, sizeof dir, ".");
-        if (realpath(dir, real))
-            snprintf(ex, sizeof ex, "%s%s%s", real, ends_with(real, "/") ? "" : "/", base);
+        if (realpath(dir, real)) {
+            int n = snprintf(ex, sizeof ex, "%s%s%s", real, ends_with(real, "/") ? "" : "/", base);
+            if (n < 0 || (size_t)n >= sizeof ex) ex[0] = '\0'; /* too long to be a real path */
+        }
     }
     attest_status st = ATTEST_OK;
     for (size_t i = 0; i < num_args && st == ATTEST_OK; i++) {
@@ -206,6 +208,7 @@ static void scan_in_child(int fd, const char *path, int with_expected)
             if (with_expected) {
                 check_expected e;
                 g->status = check_expected_load(path, g->name, &c, &e);
+                g->expected = e.count;
                 if (g->status == ATTEST_OK) check_expected_free(&e);
             }
             attest_case_free(&c);
@@ -274,6 +277,9 @@ attest_status check_scan_file(const char *path, int with_expected, check_scan *o
         if (got < sizeof r) break;
         r.group.name[sizeof r.group.name - 1] = '\0';
         r.group.message[sizeof r.group.message - 1] = '\0';
+        /* Messages quote names from the file, which a corrupt file fills with any bytes. */
+        for (char *p = r.group.message; *p; p++)
+            if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
         if (r.type == REC_BEGIN) {
             begun = r.group;
             open_group = 1;

@@ -106,7 +106,7 @@ static uint8_t *valid_region_mask(const attest_case *c)
     const attest_indexer_params *p = &c->params.indexer;
     const attest_tensor *lens = attest_case_tensor_const(c, "context_lens");
     const size_t rows = (size_t)p->b * (size_t)p->next_n, width = (size_t)p->max_len;
-    uint8_t *mask = malloc(rows * width ? rows * width : 1);
+    uint8_t *mask = malloc(rows * width > 0 ? rows * width : 1);
     if (!mask || !lens || !lens->data) {
         free(mask);
         return NULL;

@@ -32,6 +32,8 @@ int attest_cmd_campaign(int argc, char **argv)
         {"seed", required_argument, NULL, 's'}, {"out", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'}, {NULL, 0, NULL, 0},
     };
+    char command_line[2048]; /* taken before getopt_long permutes argv */
+    attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     uint64_t cases = DEFAULT_CASES_PER_KERNEL, seed = 1;
     const char *out = DEFAULT_OUT;
     int quiet = 0;
@@ -73,8 +75,6 @@ int attest_cmd_campaign(int argc, char **argv)
     attest_engine_options opt = attest_engine_defaults();
     opt.out_path = out;
     opt.progress = !quiet && attest_cli_interactive();
-    char command_line[2048];
-    attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     opt.command_line = command_line;
     printf("attest campaign: %s and %s, %" PRIu64 " cases each, seed %" PRIu64 ", results in %s\n",
            names[0], names[1], cases, seed, out);

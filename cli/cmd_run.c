@@ -174,6 +174,8 @@ static int apply_bounds(const run_args *a, attest_gen_options *g)
 
 int attest_cmd_run(int argc, char **argv)
 {
+    char command_line[2048]; /* taken before getopt_long permutes argv */
+    attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     run_args a;
     int rc = parse(argc, argv, &a);
     if (rc >= 0) return rc;
@@ -215,8 +217,6 @@ int attest_cmd_run(int argc, char **argv)
     opt.progress = !a.quiet && attest_cli_interactive();
     opt.print_failures = (uint32_t)a.print_failures;
     opt.max_failures = a.max_failures;
-    char command_line[2048];
-    attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     opt.command_line = command_line;
 
     attest_engine_totals totals;

@@ -16,6 +16,8 @@ static const verb verbs[] = {
     {"run", attest_cmd_run, "run one candidate against the reference on generated cases"},
     {"show", attest_cmd_show, "summarize a results file: failures by verdict and gate"},
     {"replay", attest_cmd_replay, "run one stored case file against a candidate, in detail"},
+    {"check", attest_cmd_check, "gate CI on golden fixtures: judge every case of fixture files"},
+    {"fixture", attest_cmd_fixture, "make golden fixtures: generated cases with expected outputs"},
     {"reference", attest_cmd_reference, "compute reference outputs for a case file"},
     {"layout", attest_cmd_layout, "describe a KV-cache byte layout"},
     {"list", attest_cmd_list, "list kernels, layouts, candidates and policies"},

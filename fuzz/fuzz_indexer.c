@@ -1,7 +1,13 @@
 /* Fuzz target: indexer logits. The tail picks a generated case; the head mutates context
  * lengths (0, page boundaries, the block-table limit), block-table entries (any block of the
  * pool, so pages repeat or permute), fp8 bit patterns of keys and queries (NaN codes included),
- * fp32 scales and weights. Candidate: $ATTEST_FUZZ_CANDIDATE or cpu-indexer. */
+ * fp32 scales and weights. Candidate: $ATTEST_FUZZ_CANDIDATE or cpu-indexer.
+ *
+ * The domain: fp8 bytes take any of the 256 patterns, but the fp32 scales and weights take only
+ * values real caches hold (pick_float: zeros, small and large finite values, NaN for scales).
+ * A raw byte written into a scale could make it 1e38 or inf: the float32 candidate's logit
+ * kscale * sum_h w * relu(dot) then overflows where the double reference does not, a verdict
+ * on float32 itself rather than on the kernel (fuzz_mla_decode.c explains the same for decode). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (int32_t)(fuzz_head_uint(&in, 4) % (uint64_t)p->num_blocks);
             break;
         }
-        case 2: { /* a key byte (fp8 or part of a scale) */
+        case 2: { /* a key fp8 byte: block-major, 8192 fp8 bytes then 64 fp32 scales */
             uint8_t *b = cache->data;
-            b[fuzz_head_uint(&in, 4) % cache->nbytes] = (uint8_t)fuzz_head_uint(&in, 1);
+            uint64_t blk = fuzz_head_uint(&in, 4) % (uint64_t)p->num_blocks;
+            b[blk * 8448 + fuzz_head_uint(&in, 2) % 8192] = (uint8_t)fuzz_head_uint(&in, 1);
             break;
         }
         case 3: { /* a query fp8 pattern */
@@ -70,7 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         default: { /* a position's fp32 scale, written at its exact byte offset */
             uint64_t blk = fuzz_head_uint(&in, 4) % (uint64_t)p->num_blocks;
             uint64_t pos = fuzz_head_uint(&in, 1) % 64;
-            float s = fabsf(pick_float(&in));
+            uint8_t nan = (uint8_t)fuzz_head_uint(&in, 1) == 0; /* a NaN scale, now and then */
+            float s = nan ? NAN : fabsf(pick_float(&in));
             memcpy((uint8_t *)cache->data + blk * 8448 + 8192 + pos * 4, &s, 4);
             break;
         }

@@ -412,7 +412,17 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_oracle_mla_v4),
         cmocka_unit_test(test_oracle_mla_v32),
     };
-    if (argc > 1 && strcmp(argv[1], "--oracles") == 0)
+    if (argc > 1 && strcmp(argv[1], "--oracles") == 0) {
+        const char *dir = getenv("ATTEST_SHARED_DIR");
+        char path[1024];
+        snprintf(path, sizeof path, "%s/oracles", dir ? dir : "../shared");
+        FILE *probe = fopen(path, "r");
+        if (probe == NULL) {
+            printf("skipped: no oracle folder at %s\n", path);
+            return 77; /* ctest reports it as skipped, not as a pass */
+        }
+        fclose(probe);
         return cmocka_run_group_tests_name("kernels_oracles", oracles, NULL, NULL);
+    }
     return cmocka_run_group_tests_name("kernels", unit, NULL, NULL);
 }

@@ -390,6 +390,19 @@ attest_status attest_policy_parse(const char *text, size_t len, const char *orig
     snprintf(p->origin, sizeof p->origin, "%s", origin);
     fnv1a_hex(copy, len, p->hash);
 
+    /* jansson 2.14 skips a NUL byte right after a number ("1e-6\0,"), so such a text parses,
+     * but the policy's text (kept for provenance, read as a C string) would end at the NUL and no
+     * longer match its hash. JSON has no NUL outside strings, and jansson refuses it inside. */
+    const char *nul = memchr(copy, '\0', len);
+    if (nul != NULL) {
+        text_view v = {copy, len};
+        int line, col;
+        line_col(v, (size_t)(nul - copy), &line, &col);
+        attest_status st = attest_fail(ATTEST_ERR_FORMAT, "%s:%d:%d: NUL byte in the policy text",
+                                       origin, line, col);
+        attest_policy_free(p);
+        return st;
+    }
     json_error_t jerr;
     json_t *root = json_loadb(copy, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL) {

@@ -1,0 +1,571 @@
+/* attest check: gates CI on golden fixtures. Every case of every fixture file runs through the
+ * runner against the CPU reference and, on request, is compared with the expected outputs the
+ * fixture stores. One line per case, a summary, exit 0 only when every case passed and every
+ * fixture could be read. docs/fixtures.md is the user's guide. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "attest/registry.h"
+#include "attest/results.h"
+#include "check.h"
+#include "commands.h"
+#include "engine.h"
+
+#define VERB "check"
+#define MAX_CANDIDATES 16
+
+typedef enum against { AGAINST_REFERENCE, AGAINST_STORED, AGAINST_BOTH } against;
+
+static void usage(FILE *f)
+{
+    fputs("usage: attest check FIXTURE.h5|DIR... --candidate SPEC [options]\n"
+          "\n"
+          "Runs every case of every fixture (a case file, docs/case-format.md; a DIR means every\n"
+          "*.h5 under it, sorted) through the candidate and judges it. A fixture whose cases are\n"
+          "of another kernel than every candidate's is skipped with a note. Prints one line per\n"
+          "case and a summary. Exit status: 0 every case passed, 1 a case failed or a fixture\n"
+          "could not be read (or nothing was checked), 2 usage error. docs/fixtures.md.\n"
+          "\n"
+          "  --candidate SPEC  built-in name or path/lib.so:NAME; repeat it to check several\n"
+          "                    kernels in one run (each case runs with those of its kernel)\n"
+          "  --against WHAT    reference (default): the CPU reference of attest run;\n"
+          "                    stored: the expected outputs the fixture stores (logits; out_bf16,\n"
+          "                    lse), a case storing none is judged against the reference;\n"
+          "                    both: each case must pass both\n"
+          "  --policy FILE     tolerance policy (default: embedded), for both comparisons\n"
+          "  --out FILE        write every judged case to an HDF5 results file (attest show)\n"
+          "  --reruns N        runs per case, compared bitwise (default 2)\n"
+          "  --timeout SEC     per-run time limit (default 10)\n"
+          "  --no-isolate      run in this process (no crash isolation; for debugging)\n",
+          f);
+}
+
+typedef struct check_args {
+    const char *specs[MAX_CANDIDATES];
+    size_t num_specs;
+    const char *policy, *out;
+    against against;
+    int32_t reruns;
+    double timeout;
+    int no_isolate;
+    char **fixtures;
+    size_t num_fixtures;
+} check_args;
+
+enum { OPT_AGAINST = 256, OPT_POLICY, OPT_OUT, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE };
+
+/* Returns -1 to go on, or an exit status. */
+static int parse(int argc, char **argv, check_args *a)
+{
+    static const struct option options[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"candidate", required_argument, NULL, 'c'},
+        {"against", required_argument, NULL, OPT_AGAINST},
+        {"policy", required_argument, NULL, OPT_POLICY},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"reruns", required_argument, NULL, OPT_RERUNS},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+        {NULL, 0, NULL, 0},
+    };
+    memset(a, 0, sizeof *a);
+    a->reruns = 2;
+    a->timeout = 10.0;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+        switch (ch) {
+        case 'h': usage(stdout); return ATTEST_EXIT_OK;
+        case 'c':
+            if (a->num_specs == MAX_CANDIDATES)
+                return attest_cli_usage_error(VERB, "at most %d --candidate options",
+                                              MAX_CANDIDATES);
+            a->specs[a->num_specs++] = optarg;
+            break;
+        case OPT_AGAINST:
+            if (!strcmp(optarg, "reference")) a->against = AGAINST_REFERENCE;
+            else if (!strcmp(optarg, "stored")) a->against = AGAINST_STORED;
+            else if (!strcmp(optarg, "both")) a->against = AGAINST_BOTH;
+            else
+                return attest_cli_usage_error(
+                    VERB, "bad value for --against: '%s' (reference, stored or both)", optarg);
+            break;
+        case OPT_POLICY: a->policy = optarg; break;
+        case OPT_OUT: a->out = optarg; break;
+        case OPT_NO_ISOLATE: a->no_isolate = 1; break;
+        case OPT_RERUNS:
+            if (attest_cli_parse_i32(optarg, 1, 1000, &a->reruns))
+                return attest_cli_usage_error(VERB, "bad value for --reruns: '%s'", optarg);
+            break;
+        case OPT_TIMEOUT:
+            if (attest_cli_parse_double(optarg, 0.01, 86400.0, &a->timeout))
+                return attest_cli_usage_error(VERB, "bad value for --timeout: '%s'", optarg);
+            break;
+        case ':':
+            return attest_cli_usage_error(VERB, "option %s needs a value", argv[optind - 1]);
+        default:
+            return attest_cli_usage_error(VERB, "unknown option '%s' (attest check --help)",
+                                          argv[optind - 1]);
+        }
+    }
+    if (a->num_specs == 0)
+        return attest_cli_usage_error(VERB, "--candidate is required (attest list shows them)");
+    if (optind >= argc)
+        return attest_cli_usage_error(VERB, "expected fixture files or directories");
+    a->fixtures = argv + optind;
+    a->num_fixtures = (size_t)(argc - optind);
+    return -1;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* Everything one run of check holds. */
+typedef struct check_run {
+    const check_args *a;
+    const attest_candidate *cands[MAX_CANDIDATES];
+    attest_runner *runners[MAX_CANDIDATES];
+    attest_runner_options ropt;
+    attest_policy *policy;
+    attest_results_writer *results;
+    uint64_t next_case_id;
+    /* totals */
+    uint64_t files, cases, judged, skipped, failing, unreadable, no_stored, stored_compared;
+    uint64_t vacuous, verdicts[ATTEST_VERDICT_COUNT_];
+    int label_w, cand_w;           /* column widths of the case lines */
+    double load_s, ref_s, run_s, compare_s;
+    char no_stored_files[256];
+} check_run;
+
+/* "file" for a root case, else "file:group". A corrupt file can name a group with any bytes;
+ * the line stays printable ASCII. */
+static void case_label(const char *path, const char *group, char *buf, size_t cap)
+{
+    if (!strcmp(group, "/")) snprintf(buf, cap, "%s", path);
+    else snprintf(buf, cap, "%s:%s", path, group);
+    for (char *p = buf + strlen(path); *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
+}
+
+static void replay_line(const char *path, const char *group, const char *spec, char *buf,
+                        size_t cap)
+{
+    char *args[7] = {"attest", "replay", (char *)path, "--group", (char *)group, NULL, NULL};
+    int n = strcmp(group, "/") ? 5 : 3; /* a root case needs no --group */
+    args[n++] = "--candidate";
+    args[n++] = (char *)spec;
+    attest_engine_command_line(n, args, buf, cap);
+}
+
+/* The verdict a row judged against stored outputs gets: what the runner found about the run
+ * itself (crash, out-of-bounds write, nondeterminism, an error return) stands; a mismatch with
+ * the reference does not, the stored gates decide instead. */
+static attest_verdict stored_verdict(const attest_case_record *ref, uint32_t stored_gates)
+{
+    if (ref->verdict != ATTEST_VERDICT_OK && ref->verdict != ATTEST_VERDICT_MISMATCH)
+        return ref->verdict;
+    if (ref->integrity_flags & ATTEST_INTEGRITY_CANDIDATE_ERROR) return ATTEST_VERDICT_MISMATCH;
+    return stored_gates ? ATTEST_VERDICT_MISMATCH : ATTEST_VERDICT_OK;
+}
+
+/* "logits: element+cosine failed, worst at [0,5] expected 3 cand 2.5" for each failing output. */
+static void stored_message(const attest_case_record *rec, const char *notes, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "vs stored expected outputs:");
+    int any = 0;
+    for (int32_t k = 0; k < rec->num_outputs && n < cap; k++) {
+        const attest_tensor_metrics *m = &rec->outputs[k];
+        if (!m->failed_gates) continue;
+        char gates[96];
+        attest_gate_mask_string(m->failed_gates, gates, sizeof gates);
+        n += (size_t)snprintf(buf + n, cap - n, "%s %s: %s failed", any ? ";" : "", m->output,
+                              gates);
+        if (n < cap && m->element_failures > 0) {
+            n += (size_t)snprintf(buf + n, cap - n, ", worst at [");
+            for (int32_t i = 0; i < m->worst.rank && i < 4 && n < cap; i++)
+                n += (size_t)snprintf(buf + n, cap - n, i ? ",%lld" : "%lld",
+                                      (long long)m->worst.index[i]);
+            if (n < cap)
+                n += (size_t)snprintf(buf + n, cap - n, "] expected %.9g cand %.9g",
+                                      m->worst_ref, m->worst_cand);
+        }
+        if (n < cap && (m->failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_TOPK)))
+            n += (size_t)snprintf(buf + n, cap - n, ", top-k recall %.4g (row %d)",
+                                  m->topk_recall, m->topk_worst_row);
+        any = 1;
+    }
+    if (!any && n < cap) n += (size_t)snprintf(buf + n, cap - n, " all gates pass");
+    if (notes && *notes && n < cap) snprintf(buf + n, cap - n, " (%s)", notes);
+}
+
+static void prefix_message(attest_case_record *rec, const char *label, const char *tag)
+{
+    char msg[sizeof rec->message];
+    snprintf(msg, sizeof msg, "%s", rec->message);
+    int n = snprintf(rec->message, sizeof rec->message, "%s%s%s%s", label, tag,
+                     msg[0] ? ": " : "", msg);
+    if (n < 0) snprintf(rec->message, sizeof rec->message, "%s", msg);
+    /* else a long label may cut the message short: the row's repro still holds the case */
+}
+
+static attest_status append_row(check_run *r, attest_case_record *rec, const attest_case *c,
+                                const attest_case_outputs *kept)
+{
+    rec->case_id = r->next_case_id++;
+    if (!r->results) return ATTEST_OK;
+    return attest_results_append(r->results, rec, c, kept);
+}
+
+/* Judges one case with one candidate and prints its line. Returns an error only when the
+ * harness cannot go on (runner or results file). */
+static attest_status judge_case(check_run *r, size_t ci, const char *path, const char *group,
+                                const attest_case *c, const check_expected *e)
+{
+    const attest_candidate *cand = r->cands[ci];
+    if (!r->runners[ci]) ATTEST_FORWARD(attest_runner_create(cand, &r->ropt, &r->runners[ci]));
+    attest_case_record ref;
+    attest_case_outputs kept;
+    memset(&ref, 0, sizeof ref);
+    memset(&kept, 0, sizeof kept);
+    ATTEST_FORWARD(attest_runner_judge(r->runners[ci], c, &ref, &kept));
+    r->ref_s += ref.ref_seconds;
+    r->run_s += ref.run_seconds;
+    r->compare_s += ref.compare_seconds;
+
+    attest_case_record stored = ref;
+    int have_stored = 0;
+    char notes[400] = "";
+    attest_status st = ATTEST_OK;
+    if (r->a->against != AGAINST_REFERENCE && e->count > 0) {
+        int outputs_present = 1;
+        for (int32_t j = 0; j < e->count; j++)
+            if (e->output_index[j] >= kept.num_outputs || !kept.candidate[e->output_index[j]])
+                outputs_present = 0;
+        if (outputs_present) {
+            const double t0 = now_seconds();
+            uint32_t gates = 0;
+            memset(stored.outputs, 0, sizeof stored.outputs);
+            st = check_compare_stored(c, e, kept.candidate, &cand->conventions, r->policy,
+                                      stored.outputs, &gates, notes, sizeof notes);
+            r->compare_s += now_seconds() - t0;
+            if (st == ATTEST_OK) {
+                have_stored = 1;
+                stored.num_outputs = e->count;
+                stored.failed_gates = gates;
+                stored.vacuous = 0;
+                for (int32_t j = 0; j < e->count; j++)
+                    if (stored.outputs[j].vacuous) stored.vacuous = 1;
+                stored.verdict = stored_verdict(&ref, gates);
+                if (ref.verdict == ATTEST_VERDICT_OK || ref.verdict == ATTEST_VERDICT_MISMATCH)
+                    stored_message(&stored, notes, stored.message, sizeof stored.message);
+                r->stored_compared++;
+            }
+        }
+    } else if (r->a->against != AGAINST_REFERENCE) {
+        r->no_stored++;
+    }
+    if (st != ATTEST_OK) {
+        attest_case_outputs_free(&kept);
+        return st;
+    }
+    /* The rows this case contributes: against the reference unless only stored was asked and
+     * the fixture stores outputs; against the stored outputs when it does. */
+    const int use_ref = r->a->against != AGAINST_STORED || !have_stored;
+    attest_case_record *rows[2];
+    int nrows = 0;
+    if (use_ref) rows[nrows++] = &ref;
+    if (have_stored) rows[nrows++] = &stored;
+    attest_verdict v = rows[0]->verdict;
+    for (int i = 0; i < nrows; i++)
+        if (attest_verdict_is_failure(rows[i]->verdict)) {
+            v = rows[i]->verdict;
+            break;
+        }
+    int vac = 0;
+    for (int i = 0; i < nrows; i++) vac |= rows[i]->vacuous;
+
+    char label[1024], line[1400];
+    case_label(path, group, label, sizeof label);
+    size_t n = (size_t)snprintf(line, sizeof line, "%-*s  %-*s  %s", r->label_w, label, r->cand_w,
+                                cand->name, attest_verdict_name(v));
+    for (int i = 0, shown = 0; i < nrows && n < sizeof line; i++) {
+        char gates[96];
+        attest_gate_mask_string(rows[i]->failed_gates, gates, sizeof gates);
+        if (rows[i]->failed_gates)
+            n += (size_t)snprintf(line + n, sizeof line - n, "%s%s: %s", shown++ ? "; " : "  ",
+                                  rows[i] == &ref ? "reference" : "stored", gates);
+    }
+    if (n < sizeof line && vac) n += (size_t)snprintf(line + n, sizeof line - n, "  (vacuous)");
+    if (n < sizeof line && r->a->against == AGAINST_STORED && !have_stored)
+        n += (size_t)snprintf(line + n, sizeof line - n, "  (no stored outputs: vs reference)");
+    puts(line);
+    if (attest_verdict_is_failure(v)) {
+        for (int i = 0; i < nrows; i++)
+            if (attest_verdict_is_failure(rows[i]->verdict) && rows[i]->message[0] &&
+                (i == 0 || strcmp(rows[i]->message, rows[0]->message)))
+                printf("    %s\n", rows[i]->message);
+        char replay[4096];
+        replay_line(path, group, r->a->specs[ci], replay, sizeof replay);
+        printf("    replay: %s\n", replay);
+    } else if (have_stored && notes[0]) {
+        printf("    note: %s\n", notes);
+    }
+    fflush(stdout);
+
+    r->judged++;
+    r->verdicts[v < ATTEST_VERDICT_COUNT_ ? v : ATTEST_VERDICT_HARNESS_ERROR]++;
+    if (attest_verdict_is_failure(v)) r->failing++;
+    if (vac) r->vacuous++;
+    for (int i = 0; i < nrows && st == ATTEST_OK; i++) {
+        prefix_message(rows[i], label, rows[i] == &stored ? " vs stored" : "");
+        st = append_row(r, rows[i], c, &kept);
+    }
+    attest_case_outputs_free(&kept);
+    return st;
+}
+
+static void note_no_stored(check_run *r, const char *path)
+{
+    if (strstr(r->no_stored_files, path)) return;
+    size_t n = strlen(r->no_stored_files);
+    if (n + strlen(path) + 8 < sizeof r->no_stored_files)
+        snprintf(r->no_stored_files + n, sizeof r->no_stored_files - n, "%s%s", n ? ", " : "",
+                 path);
+}
+
+/* Runs every case of one scanned file. */
+static attest_status check_file(check_run *r, const char *path, const check_scan *scan)
+{
+    uint64_t skipped[3] = {0, 0, 0};
+    for (size_t g = 0; g < scan->count && !stop_requested; g++) {
+        const check_group *grp = &scan->groups[g];
+        r->cases++;
+        char label[1024];
+        case_label(path, grp->name, label, sizeof label);
+        if (grp->status != ATTEST_OK) {
+            printf("%-*s  %-*s  UNREADABLE\n    %s\n", r->label_w, label, r->cand_w, "-",
+                   grp->message);
+            r->unreadable++;
+            continue;
+        }
+        int any = 0;
+        for (size_t ci = 0; ci < r->a->num_specs; ci++) any |= r->cands[ci]->kernel == grp->kernel;
+        if (!any) {
+            skipped[grp->kernel == ATTEST_KERNEL_INDEXER ? 1 : 2]++;
+            r->skipped++;
+            continue;
+        }
+        const double t0 = now_seconds();
+        attest_case c;
+        check_expected e;
+        memset(&e, 0, sizeof e);
+        attest_status st = attest_casefile_load(path, grp->name, &c);
+        if (st == ATTEST_OK && r->a->against != AGAINST_REFERENCE) {
+            st = check_expected_load(path, grp->name, &c, &e);
+            if (st != ATTEST_OK) attest_case_free(&c);
+        }
+        r->load_s += now_seconds() - t0;
+        if (st != ATTEST_OK) { /* the child read it; kept for safety */
+            printf("%-*s  %-*s  UNREADABLE\n    %s\n", r->label_w, label, r->cand_w, "-",
+                   attest_last_error());
+            r->unreadable++;
+            continue;
+        }
+        if (r->a->against != AGAINST_REFERENCE && e.count == 0) note_no_stored(r, path);
+        for (size_t ci = 0; ci < r->a->num_specs && st == ATTEST_OK && !stop_requested; ci++)
+            if (r->cands[ci]->kernel == grp->kernel) st = judge_case(r, ci, path, grp->name, &c, &e);
+        check_expected_free(&e);
+        attest_case_free(&c);
+        if (st != ATTEST_OK) return st;
+    }
+    for (int k = 1; k <= 2; k++)
+        if (skipped[k])
+            printf("%-*s  %-*s  SKIPPED  %" PRIu64 " %s case%s: no %s candidate given\n",
+                   r->label_w, path, r->cand_w, "-", skipped[k], attest_kernel_name((attest_kernel)k),
+                   skipped[k] == 1 ? "" : "s", attest_kernel_name((attest_kernel)k));
+    if (scan->file_status != ATTEST_OK) {
+        printf("%-*s  %-*s  UNREADABLE\n    %s\n", r->label_w, path, r->cand_w, "-",
+               scan->file_message);
+        r->unreadable++;
+    }
+    fflush(stdout);
+    return ATTEST_OK;
+}
+
+static attest_status open_results(check_run *r, const char *command_line, uint64_t planned)
+{
+    attest_results_provenance prov;
+    attest_results_provenance_init(&prov);
+    const char *kernel = attest_kernel_name(r->cands[0]->kernel);
+    size_t len = 0;
+    for (size_t i = 0; i < r->a->num_specs; i++) {
+        if (r->cands[i]->kernel != r->cands[0]->kernel) kernel = "";
+        int n = snprintf(prov.candidate + len, sizeof prov.candidate - len, "%s%s", i ? "," : "",
+                         r->cands[i]->name);
+        if (n > 0 && (size_t)n < sizeof prov.candidate - len) len += (size_t)n;
+    }
+    snprintf(prov.kernel, sizeof prov.kernel, "%s", kernel);
+    snprintf(prov.policy_name, sizeof prov.policy_name, "%s", attest_policy_name(r->policy));
+    snprintf(prov.policy_hash, sizeof prov.policy_hash, "%s", attest_policy_hash(r->policy));
+    snprintf(prov.policy_origin, sizeof prov.policy_origin, "%s", attest_policy_origin(r->policy));
+    prov.policy_text = attest_policy_text(r->policy);
+    snprintf(prov.command_line, sizeof prov.command_line, "%s", command_line);
+    prov.cases_planned = planned;
+    return attest_results_create(r->a->out, &prov, NULL, &r->results);
+}
+
+static void print_summary(const check_run *r, double seconds)
+{
+    static const char *const against_names[] = {"reference", "stored", "both"};
+    printf("\nsummary: %" PRIu64 " fixture file%s, %" PRIu64 " case%s; %" PRIu64
+           " judged against %s, %" PRIu64 " skipped (no candidate of their kernel)\n",
+           r->files, r->files == 1 ? "" : "s", r->cases, r->cases == 1 ? "" : "s", r->judged,
+           against_names[r->a->against], r->skipped);
+    printf("  verdicts:");
+    for (int v = 0; v < ATTEST_VERDICT_COUNT_; v++)
+        if (r->verdicts[v]) printf(" %s %" PRIu64, attest_verdict_name((attest_verdict)v), r->verdicts[v]);
+    printf("%s\n", r->judged ? "" : " none");
+    if (r->a->against != AGAINST_REFERENCE) {
+        printf("  stored expected outputs: compared on %" PRIu64 " judged case%s", r->stored_compared,
+               r->stored_compared == 1 ? "" : "s");
+        if (r->no_stored)
+            printf("; %" PRIu64 " case%s store none (judged against the reference): %s",
+                   r->no_stored, r->no_stored == 1 ? "" : "s", r->no_stored_files);
+        printf("\n");
+    }
+    if (r->vacuous) printf("  vacuous: %" PRIu64 " case%s could not show a difference in some output\n",
+                           r->vacuous, r->vacuous == 1 ? "" : "s");
+    if (r->unreadable) printf("  unreadable: %" PRIu64 " fixture case%s or file%s (see above)\n",
+                              r->unreadable, r->unreadable == 1 ? "" : "s",
+                              r->unreadable == 1 ? "" : "s");
+    printf("  time: %.2f s (loading %.2f s, reference %.2f s, candidate runs %.2f s, compare %.3f s)\n",
+           seconds, r->load_s, r->ref_s, r->run_s, r->compare_s);
+    if (r->a->out) printf("  results: %s (attest show %s)\n", r->a->out, r->a->out);
+    if (stop_requested)
+        printf("result: FAIL (interrupted after %" PRIu64 " cases)\n", r->judged);
+    else if (r->failing || r->unreadable)
+        printf("result: FAIL (%" PRIu64 " failing case%s, %" PRIu64 " unreadable)\n", r->failing,
+               r->failing == 1 ? "" : "s", r->unreadable);
+    else if (r->judged == 0)
+        printf("result: FAIL (nothing was checked: no fixture case is of a kernel the candidates "
+               "implement)\n");
+    else if (r->judged == r->verdicts[ATTEST_VERDICT_UNSUPPORTED])
+        printf("result: FAIL (nothing was checked: the candidates declined every case)\n");
+    else
+        printf("result: PASS (%" PRIu64 " case%s)\n", r->judged, r->judged == 1 ? "" : "s");
+}
+
+int attest_cmd_check(int argc, char **argv)
+{
+    char command_line[2048]; /* before getopt permutes argv */
+    attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
+    check_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc >= 0) return rc;
+    check_run r;
+    memset(&r, 0, sizeof r);
+    r.a = &a;
+    for (size_t i = 0; i < a.num_specs; i++)
+        if (attest_candidate_resolve(a.specs[i], &r.cands[i]) != ATTEST_OK)
+            return attest_cli_usage_error(VERB, "%s", attest_last_error());
+    if ((a.policy ? attest_policy_load(a.policy, &r.policy) : attest_policy_default(&r.policy)) !=
+        ATTEST_OK)
+        return attest_cli_usage_error(VERB, "%s", attest_last_error());
+    r.ropt = attest_runner_defaults();
+    r.ropt.reruns = a.reruns;
+    r.ropt.timeout_seconds = a.timeout;
+    r.ropt.isolate = !a.no_isolate;
+    r.ropt.policy = r.policy;
+    r.ropt.reference = attest_engine_reference;
+
+    const double start = now_seconds();
+    check_files files;
+    if (check_files_collect(a.fixtures, a.num_fixtures, a.out, &files) != ATTEST_OK) {
+        attest_policy_free(r.policy);
+        return attest_cli_usage_error(VERB, "%s", attest_last_error());
+    }
+    /* Read every fixture first: the plan (and the results file's provenance) counts them. */
+    check_scan *scans = calloc(files.count ? files.count : 1, sizeof *scans);
+    attest_status st = scans ? ATTEST_OK : attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "fixture list");
+    uint64_t planned = 0;
+    for (size_t f = 0; f < files.count && st == ATTEST_OK; f++) {
+        st = check_scan_file(files.paths[f], a.against != AGAINST_REFERENCE, &scans[f]);
+        for (size_t g = 0; st == ATTEST_OK && g < scans[f].count; g++)
+            for (size_t ci = 0; ci < a.num_specs; ci++)
+                if (scans[f].groups[g].status == ATTEST_OK &&
+                    r.cands[ci]->kernel == scans[f].groups[g].kernel)
+                    planned += a.against == AGAINST_BOTH && scans[f].groups[g].expected ? 2 : 1;
+    }
+    r.load_s += now_seconds() - start;
+    for (size_t ci = 0; ci < a.num_specs; ci++)
+        if ((int)strlen(r.cands[ci]->name) > r.cand_w) r.cand_w = (int)strlen(r.cands[ci]->name);
+    for (size_t f = 0; st == ATTEST_OK && f < files.count; f++) {
+        int w = (int)strlen(files.paths[f]);
+        for (size_t g = 0; g < scans[f].count; g++) {
+            char label[1024];
+            case_label(files.paths[f], scans[f].groups[g].name, label, sizeof label);
+            if ((int)strlen(label) > w) w = (int)strlen(label);
+        }
+        if (w > r.label_w) r.label_w = w < 60 ? w : 60;
+    }
+    if (st == ATTEST_OK && a.out) st = open_results(&r, command_line, planned);
+    if (st == ATTEST_OK && files.count == 0)
+        printf("no fixture file (*.h5) found under the paths given\n");
+
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    stop_requested = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    for (size_t f = 0; f < files.count && st == ATTEST_OK && !stop_requested; f++) {
+        r.files++;
+        st = check_file(&r, files.paths[f], &scans[f]);
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (r.results) {
+        char saved[512];
+        snprintf(saved, sizeof saved, "%s", attest_last_error());
+        attest_status cst = attest_results_close(
+            r.results, st == ATTEST_OK && !stop_requested ? ATTEST_RESULTS_COMPLETE
+                                                          : ATTEST_RESULTS_INTERRUPTED);
+        if (st == ATTEST_OK) st = cst;
+        else attest_fail(st, "%s", saved);
+    }
+    for (size_t ci = 0; ci < a.num_specs; ci++) attest_runner_destroy(r.runners[ci]);
+    for (size_t f = 0; scans && f < files.count; f++) check_scan_free(&scans[f]);
+    free(scans);
+    check_files_free(&files);
+    if (st != ATTEST_OK) {
+        fflush(stdout);
+        attest_policy_free(r.policy);
+        return attest_cli_usage_error(VERB, "%s", attest_last_error());
+    }
+    print_summary(&r, now_seconds() - start);
+    attest_policy_free(r.policy);
+    if (stop_requested || r.failing || r.unreadable ||
+        r.judged == r.verdicts[ATTEST_VERDICT_UNSUPPORTED]) /* a gate that checked nothing */
+        return ATTEST_EXIT_FAILED;
+    return ATTEST_EXIT_OK;
+}
