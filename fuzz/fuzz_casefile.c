@@ -25,6 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <hdf5.h>
+
 #include "attest/casefile.h"
 #include "fuzz_common.h"
 
@@ -49,6 +51,10 @@
  * such strings). */
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libhdf5\n"; }
+/* libFuzzer checks for leaks after inputs that malloc more than they free, and HDF5's caches
+ * often do: without this every check would print the suppression table. */
+const char *__lsan_default_options(void);
+const char *__lsan_default_options(void) { return "print_suppressions=0"; }
 
 /* ASan's 256 MiB quarantine of freed memory makes the fork of every input copy page tables for
  * it: fork was 85% of the time. 16 MiB still holds thousands of HDF5-sized blocks. */
@@ -97,14 +103,44 @@ static attest_status load_group(const char *group, attest_kernel kernel, void *u
     return ATTEST_OK; /* keep walking: every case of the file gets loaded */
 }
 
+/* Open HDF5 identifiers of the kinds the reader creates. Every one it opens it must close, on
+ * every path: a leaked identifier keeps a file open (and HDF5 prints "infinite loop closing
+ * library" at exit). */
+static const H5I_type_t id_types[] = {H5I_FILE,    H5I_GROUP, H5I_DATATYPE,   H5I_DATASPACE,
+                                      H5I_DATASET, H5I_ATTR,  H5I_GENPROP_LST};
+#define NUM_ID_TYPES (sizeof id_types / sizeof id_types[0])
+
+static void count_ids(hsize_t counts[NUM_ID_TYPES])
+{
+    H5E_auto2_t func;
+    void *data;
+    int saved = H5Eget_auto2(H5E_DEFAULT, &func, &data) >= 0;
+    (void)H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* a type with no identifier yet is an error */
+    for (size_t i = 0; i < NUM_ID_TYPES; i++)
+        if (H5Inmembers(id_types[i], &counts[i]) < 0) counts[i] = 0;
+    (void)H5Eclear2(H5E_DEFAULT);
+    if (saved) (void)H5Eset_auto2(H5E_DEFAULT, func, data);
+}
+
 static void read_file(const char *path)
 {
-    if (attest_casefile_list_groups(path, load_group, (void *)path) == ATTEST_OK) return;
-    /* No case found: the root's error paths still get a turn. */
-    attest_case c;
-    if (attest_casefile_load(path, NULL, &c) == ATTEST_OK) {
-        if (attest_case_check_inputs(&c) != ATTEST_OK) abort();
-        attest_case_free(&c);
+    hsize_t before[NUM_ID_TYPES], after[NUM_ID_TYPES];
+    count_ids(before);
+    if (attest_casefile_list_groups(path, load_group, (void *)path) != ATTEST_OK) {
+        /* No case found: the root's error paths still get a turn. */
+        attest_case c;
+        if (attest_casefile_load(path, NULL, &c) == ATTEST_OK) {
+            if (attest_case_check_inputs(&c) != ATTEST_OK) abort();
+            attest_case_free(&c);
+        }
+    }
+    count_ids(after);
+    for (size_t i = 0; i < NUM_ID_TYPES; i++) {
+        if (after[i] != before[i]) {
+            fprintf(stderr, "fuzz casefile: HDF5 identifiers of type %d went from %llu to %llu\n",
+                    (int)id_types[i], (unsigned long long)before[i], (unsigned long long)after[i]);
+            abort();
+        }
     }
 }
 
@@ -184,6 +220,41 @@ static int blames_hdf5(const char *report, char *frame, size_t cap)
 
 typedef enum child_outcome { CHILD_OK, CHILD_HDF5_CRASH, CHILD_OTHER_CRASH } child_outcome;
 
+/* Inputs skipped because they crash HDF5, by the function that crashed, for the exit summary. */
+#define MAX_HDF5_SITES 16
+static struct {
+    char function[64];
+    unsigned long count;
+} hdf5_sites[MAX_HDF5_SITES];
+static unsigned long hdf5_skipped;
+
+static void print_hdf5_summary(void)
+{
+    if (hdf5_skipped == 0) return;
+    fprintf(stderr, "fuzz casefile: %lu input(s) crashed HDF5 itself and were skipped:\n",
+            hdf5_skipped);
+    for (int i = 0; i < MAX_HDF5_SITES && hdf5_sites[i].count; i++)
+        fprintf(stderr, "  %6lu in %s\n", hdf5_sites[i].count, hdf5_sites[i].function);
+}
+
+static void note_hdf5_crash(const char *frame)
+{
+    char fn[64] = "?";
+    const char *in = strstr(frame, " in ");
+    if (in) sscanf(in + 4, "%63s", fn);
+    if (hdf5_skipped++ == 0) atexit(print_hdf5_summary);
+    for (int i = 0; i < MAX_HDF5_SITES; i++) {
+        if (hdf5_sites[i].count == 0) snprintf(hdf5_sites[i].function, sizeof hdf5_sites[i].function, "%s", fn);
+        if (strcmp(hdf5_sites[i].function, fn) == 0) {
+            hdf5_sites[i].count++;
+            break;
+        }
+    }
+    if (hdf5_skipped <= 3)
+        fprintf(stderr, "fuzz casefile: input crashes HDF5 itself, skipped (%s)%s\n", frame,
+                hdf5_skipped == 3 ? "; a summary follows at exit" : "");
+}
+
 /* Runs read_file in a child; on a crash that is not HDF5's, leaves the report in `report`. */
 static child_outcome run_in_child(const char *path, const char *report_path, char *report,
                                   size_t cap)
@@ -203,10 +274,7 @@ static child_outcome run_in_child(const char *path, const char *report_path, cha
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return CHILD_OK;
     char frame[512] = "";
     if (!blames_hdf5(report, frame, sizeof frame)) return CHILD_OTHER_CRASH;
-    static unsigned long skipped;
-    if (++skipped <= 10)
-        fprintf(stderr, "fuzz casefile: input crashes HDF5 itself, skipped (%s)%s\n", frame,
-                skipped == 10 ? "; not reported again" : "");
+    note_hdf5_crash(frame);
     return CHILD_HDF5_CRASH;
 }
 

@@ -386,7 +386,9 @@ def test_oracles():
         print("no ../shared/oracles; oracle check skipped")
         return
     rc, out, _ = run("check", oracles, "--candidate", "cpu-indexer", "--candidate",
-                     "cpu-mla-decode", "--against", "both", "--reruns", "1")
+                     "cpu-mla-decode", "--against", "both", "--reruns", "1",
+                     # production-sized cases (H=128, topk=1024) take seconds under ASan
+                     "--timeout", "300")
     check(rc == 0 and "result: PASS" in out and "store none" not in out,
           f"oracle files as fixtures: exit {rc}\n{out}")
 
