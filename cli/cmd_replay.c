@@ -129,6 +129,9 @@ static int load_case(const replay_args *a, attest_case *c, attest_case_record *s
         return attest_cli_usage_error("replay", "--case applies to results files; %s is not one",
                                       a->file);
     char group[256] = "";
+    /* User files first go through a child process: corrupt HDF5 metadata can crash libhdf5. */
+    if (attest_casefile_probe(a->file, a->group) != ATTEST_OK)
+        return attest_cli_usage_error("replay", "%s", attest_last_error());
     if (a->group) {
         snprintf(group, sizeof group, "%s", a->group);
     } else if (attest_casefile_list_groups(a->file, only_group, group) != ATTEST_OK) {

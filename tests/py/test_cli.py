@@ -3,9 +3,11 @@
 exit statuses (0 pass, 1 a case failed, 2 usage or input error) and one-line errors."""
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 CLI = os.environ.get("ATTEST_CLI")
 failures = []
@@ -90,6 +92,28 @@ def main():
     # --case-seed replays one generated case from its logged seed.
     rc, out, err = run("run", "--candidate", "cpu-mla-decode", "--case-seed", "0x1234")
     check(rc == 0 and "(1 cases)" in out, f"--case-seed: exit {rc}\n{out}")
+
+    # A real campaign killed with SIGKILL leaves a results file that opens and holds its rows.
+    killed = os.path.join(tmp, "killed.h5")
+    proc = subprocess.Popen([CLI, "run", "--candidate", "cpu-mla-decode", "--cases", "1000000",
+                             "--out", killed], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "CI": "1"})
+    time.sleep(4.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    rc, out, err = run("show", killed)
+    check(rc == 0, f"show of a killed campaign: exit {rc}\n{err}")
+    m_rows = re.search(r"(\d+) cases of 1000000 planned", out)
+    check(m_rows is not None and int(m_rows.group(1)) > 0,
+          f"killed campaign holds no rows:\n{out[:600]}")
+    try:
+        import h5py
+        with h5py.File(killed, "r") as f:
+            rows = f["cases"].shape[0]
+            verdicts = set(f["cases"]["verdict"][:].tolist())
+        check(rows > 0 and verdicts == {0}, f"h5py: {rows} rows, verdicts {verdicts}")
+    except ImportError:
+        print("h5py missing: killed-campaign file checked through attest only")
 
     # Usage and input errors: exit 2 with one line naming what is wrong.
     bad_h5 = os.path.join(tmp, "bad.h5")
