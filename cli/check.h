@@ -30,34 +30,22 @@ attest_status check_files_collect(char *const *args, size_t num_args, const char
                                   check_files *out) ATTEST_MUST_CHECK;
 void check_files_free(check_files *f);
 
-/* One case of a fixture file as a child process read it. */
-typedef struct check_group {
-    char name[256];              /* "/" for a root case, else the group path */
-    attest_kernel kernel;
-    attest_status status;        /* ATTEST_OK: the case and its stored outputs read cleanly */
-    int32_t expected;            /* stored expected outputs found (when asked for) */
-    char message[512];           /* the one-line error when status != ATTEST_OK */
-} check_group;
+/* One case of a fixture file as a child process read it; `found` counts its stored expected
+ * outputs (when asked for). */
+typedef attest_casefile_probe_case check_group;
 
-/* The cases of one fixture file. `file_status` != ATTEST_OK means the file as a whole could not
- * be read (not HDF5, truncated, no case, crashed the HDF5 library); `file_message` says why and
- * `groups` holds whatever was read before that. */
-typedef struct check_scan {
-    attest_status file_status;
-    char file_message[512];
-    check_group *groups;
-    size_t count;
-} check_scan;
+/* The cases of one fixture file (attest_casefile_probe_result). */
+typedef attest_casefile_probe_result check_scan;
 
-/* Reads a fixture file in a forked child process: lists its cases, loads each and, when
- * with_expected is set, its stored expected outputs (check_expected_load). A crash of the HDF5 library on corrupt
- * metadata becomes an error naming the file and the case it was reading, never a crash of the
- * caller. Returns an error only when the scan itself could not run (fork, pipe, memory); the
- * file's problems land in *out. Reading is deterministic: what the child read cleanly, the caller
- * reads cleanly. */
+/* Reads a fixture file in a forked child process (attest_casefile_probe_cases): lists its cases,
+ * loads each and, when with_expected is set, its stored expected outputs (check_expected_load).
+ * A crash of the HDF5 library on corrupt metadata becomes an error naming the file and the case
+ * it was reading, never a crash of the caller. Returns an error only when the scan itself could
+ * not run (fork, pipe, memory); the file's problems land in *out, freed with
+ * attest_casefile_probe_result_free. Reading is deterministic: what the child read cleanly, the
+ * caller reads cleanly. */
 attest_status check_scan_file(const char *path, int with_expected, check_scan *out)
     ATTEST_MUST_CHECK;
-void check_scan_free(check_scan *s);
 
 /* --- comparison with stored expected outputs (check_stored.c) ------------------------------ */
 

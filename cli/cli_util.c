@@ -1,7 +1,9 @@
-#include <stdarg.h>
 #include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -24,6 +26,17 @@ int attest_cli_parse_u64(const char *s, uint64_t *out)
     errno = 0;
     unsigned long long v = strtoull(s, &end, 0);
     if (errno != 0 || *end != '\0') return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int attest_cli_parse_dec_u64(const char *s, uint64_t *out)
+{
+    if (s == NULL || *s < '0' || *s > '9') return -1;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0') return -1;
     *out = (uint64_t)v;
     return 0;
 }
@@ -54,4 +67,31 @@ int attest_cli_interactive(void)
 {
     const char *ci = getenv("CI");
     return isatty(STDERR_FILENO) && (ci == NULL || *ci == '\0');
+}
+
+int attest_cli_bad_value(const char *verb, const char *option, const char *value)
+{
+    return attest_cli_usage_error(verb, "bad value for --%s: '%s'", option, value);
+}
+
+int attest_cli_getopt_error(const char *verb, int ch, char **argv)
+{
+    if (ch == ':') return attest_cli_usage_error(verb, "option %s needs a value", argv[optind - 1]);
+    return attest_cli_usage_error(verb, "unknown option '%s' (attest %s --help)", argv[optind - 1],
+                                  verb);
+}
+
+int attest_cli_option_value(int argc, char **argv, int *i, const char *name, const char **value)
+{
+    const size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0) return 0;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0') return 0;
+    if (*i + 1 >= argc) return -1;
+    *value = argv[++*i];
+    return 1;
 }

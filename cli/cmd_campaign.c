@@ -47,15 +47,13 @@ int attest_cmd_campaign(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'n':
             if (attest_cli_parse_u64(optarg, &cases) || cases == 0)
-                return attest_cli_usage_error("campaign", "bad value for --cases: '%s'", optarg);
+                return attest_cli_bad_value("campaign", "cases", optarg);
             break;
         case 's':
             if (attest_cli_parse_u64(optarg, &seed))
-                return attest_cli_usage_error("campaign", "bad value for --seed: '%s'", optarg);
+                return attest_cli_bad_value("campaign", "seed", optarg);
             break;
-        default:
-            return attest_cli_usage_error("campaign", "unknown option '%s' (attest campaign --help)",
-                                          argv[optind - 1]);
+        default: return attest_cli_getopt_error("campaign", ch, argv);
         }
     }
     if (optind != argc)

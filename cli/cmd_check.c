@@ -102,17 +102,13 @@ static int parse(int argc, char **argv, check_args *a)
         case OPT_NO_ISOLATE: a->no_isolate = 1; break;
         case OPT_RERUNS:
             if (attest_cli_parse_i32(optarg, 1, 1000, &a->reruns))
-                return attest_cli_usage_error(VERB, "bad value for --reruns: '%s'", optarg);
+                return attest_cli_bad_value(VERB, "reruns", optarg);
             break;
         case OPT_TIMEOUT:
             if (attest_cli_parse_double(optarg, 0.01, 86400.0, &a->timeout))
-                return attest_cli_usage_error(VERB, "bad value for --timeout: '%s'", optarg);
+                return attest_cli_bad_value(VERB, "timeout", optarg);
             break;
-        case ':':
-            return attest_cli_usage_error(VERB, "option %s needs a value", argv[optind - 1]);
-        default:
-            return attest_cli_usage_error(VERB, "unknown option '%s' (attest check --help)",
-                                          argv[optind - 1]);
+        default: return attest_cli_getopt_error(VERB, ch, argv);
         }
     }
     if (a->num_specs == 0)
@@ -357,7 +353,7 @@ static attest_status check_file(check_run *r, const char *path, const check_scan
 {
     uint64_t skipped[3] = {0, 0, 0};
     for (size_t g = 0; g < scan->count && !stop_requested; g++) {
-        const check_group *grp = &scan->groups[g];
+        const check_group *grp = &scan->cases[g];
         r->cases++;
         char label[1024];
         case_label(path, grp->name, label, sizeof label);
@@ -511,9 +507,9 @@ int attest_cmd_check(int argc, char **argv)
         st = check_scan_file(files.paths[f], a.against != AGAINST_REFERENCE, &scans[f]);
         for (size_t g = 0; st == ATTEST_OK && g < scans[f].count; g++)
             for (size_t ci = 0; ci < a.num_specs; ci++)
-                if (scans[f].groups[g].status == ATTEST_OK &&
-                    r.cands[ci]->kernel == scans[f].groups[g].kernel)
-                    planned += a.against == AGAINST_BOTH && scans[f].groups[g].expected ? 2 : 1;
+                if (scans[f].cases[g].status == ATTEST_OK &&
+                    r.cands[ci]->kernel == scans[f].cases[g].kernel)
+                    planned += a.against == AGAINST_BOTH && scans[f].cases[g].found ? 2 : 1;
     }
     r.load_s += now_seconds() - start;
     for (size_t ci = 0; ci < a.num_specs; ci++)
@@ -522,7 +518,7 @@ int attest_cmd_check(int argc, char **argv)
         int w = (int)strlen(files.paths[f]);
         for (size_t g = 0; g < scans[f].count; g++) {
             char label[1024];
-            case_label(files.paths[f], scans[f].groups[g].name, label, sizeof label);
+            case_label(files.paths[f], scans[f].cases[g].name, label, sizeof label);
             if ((int)strlen(label) > w) w = (int)strlen(label);
         }
         if (w > r.label_w) r.label_w = w < 60 ? w : 60;
@@ -554,7 +550,8 @@ int attest_cmd_check(int argc, char **argv)
         else attest_fail(st, "%s", saved);
     }
     for (size_t ci = 0; ci < a.num_specs; ci++) attest_runner_destroy(r.runners[ci]);
-    for (size_t f = 0; scans && f < files.count; f++) check_scan_free(&scans[f]);
+    for (size_t f = 0; scans && f < files.count; f++)
+        attest_casefile_probe_result_free(&scans[f]);
     free(scans);
     check_files_free(&files);
     if (st != ATTEST_OK) {

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "engine.h"
 #include "fixture.h"
+#include "gen_options.h"
 
 #define VERB "fixture"
 
@@ -45,16 +46,13 @@ static void usage(FILE *f)
           "                     reference computes it; SPEC: the outputs of that candidate (the\n"
           "                     kernel being replaced), in its output dtypes; none: no outputs\n"
           "  --with-truth       also store the truth tensors (for attest reference --mode true)\n"
-          "generator bounds (as attest run):\n"
-          "  --max-batch N --max-heads N --max-len N --max-topk N --max-next-n N --max-s-q N\n"
-          "  --page-size P --layout mla-v4|mla-v32 --production --no-edge-bytes\n",
+          "generator bounds (as attest run):\n" ATTEST_CLI_GEN_USAGE,
           f);
 }
 
 enum {
     OPT_KERNEL = 256, OPT_CASES, OPT_SEED, OPT_COVER, OPT_TRIES, OPT_EXPECTED, OPT_TRUTH,
-    OPT_MAX_BATCH, OPT_MAX_HEADS, OPT_MAX_LEN, OPT_MAX_TOPK, OPT_MAX_NEXT_N, OPT_MAX_S_Q,
-    OPT_PAGE_SIZE, OPT_LAYOUT, OPT_PRODUCTION, OPT_NO_EDGE, OPT_DEPTH
+    OPT_DEPTH
 };
 
 static const struct option long_options[] = {
@@ -66,29 +64,20 @@ static const struct option long_options[] = {
     {"tries", required_argument, NULL, OPT_TRIES},
     {"expected", required_argument, NULL, OPT_EXPECTED},
     {"with-truth", no_argument, NULL, OPT_TRUTH},
-    {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
-    {"max-heads", required_argument, NULL, OPT_MAX_HEADS},
-    {"max-len", required_argument, NULL, OPT_MAX_LEN},
-    {"max-topk", required_argument, NULL, OPT_MAX_TOPK},
-    {"max-next-n", required_argument, NULL, OPT_MAX_NEXT_N},
-    {"max-s-q", required_argument, NULL, OPT_MAX_S_Q},
-    {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
-    {"layout", required_argument, NULL, OPT_LAYOUT},
-    {"production", no_argument, NULL, OPT_PRODUCTION},
-    {"no-edge-bytes", no_argument, NULL, OPT_NO_EDGE},
+    ATTEST_CLI_GEN_LONG_OPTIONS,
     {"depth", required_argument, NULL, OPT_DEPTH},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct make_args {
-    const char *out, *kernel, *cover, *expected, *layout;
+    const char *out, *kernel, *cover, *expected;
     uint64_t cases, seed, tries;
     uint32_t depth;
-    int32_t bounds[7]; /* max-batch .. page-size; 0: generator default */
-    int production, no_edge, with_truth;
+    attest_cli_gen_bounds gen;
+    int with_truth;
 } make_args;
 
-#define BAD(what) return attest_cli_usage_error(VERB, "bad value for --%s: '%s'", what, optarg)
+#define BAD(what) return attest_cli_bad_value(VERB, what, optarg)
 
 static int parse_make(int argc, char **argv, make_args *a)
 {
@@ -102,15 +91,17 @@ static int parse_make(int argc, char **argv, make_args *a)
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+        if (attest_cli_gen_is_option(ch)) {
+            const int rc = attest_cli_gen_option(VERB, ch, optarg, &a->gen);
+            if (rc >= 0) return rc;
+            continue;
+        }
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case OPT_KERNEL: a->kernel = optarg; break;
         case OPT_COVER: a->cover = optarg; break;
         case OPT_EXPECTED: a->expected = optarg; break;
-        case OPT_LAYOUT: a->layout = optarg; break;
         case OPT_TRUTH: a->with_truth = 1; break;
-        case OPT_PRODUCTION: a->production = 1; break;
-        case OPT_NO_EDGE: a->no_edge = 1; break;
         case OPT_CASES:
             if (attest_cli_parse_u64(optarg, &a->cases) || a->cases == 0 || a->cases > 100000)
                 BAD("cases");
@@ -127,18 +118,7 @@ static int parse_make(int argc, char **argv, make_args *a)
         case OPT_TRIES:
             if (attest_cli_parse_u64(optarg, &a->tries) || a->tries == 0) BAD("tries");
             break;
-        case OPT_MAX_BATCH: case OPT_MAX_HEADS: case OPT_MAX_LEN: case OPT_MAX_TOPK:
-        case OPT_MAX_NEXT_N: case OPT_MAX_S_Q: case OPT_PAGE_SIZE: {
-            const int idx = ch - OPT_MAX_BATCH;
-            if (attest_cli_parse_i32(optarg, 1, 1 << 22, &a->bounds[idx]))
-                BAD(long_options[idx + 8].name);
-            break;
-        }
-        case ':':
-            return attest_cli_usage_error(VERB, "option %s needs a value", argv[optind - 1]);
-        default:
-            return attest_cli_usage_error(VERB, "unknown option '%s' (attest fixture --help)",
-                                          argv[optind - 1]);
+        default: return attest_cli_getopt_error(VERB, ch, argv);
         }
     }
     if (optind + 1 != argc)
@@ -155,38 +135,8 @@ static int gen_options(const make_args *a, attest_gen_options *g)
     if (attest_kernel_from_name(a->kernel, &k) != ATTEST_OK)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
     *g = attest_gen_defaults(k);
-    int32_t *slots[7] = {&g->max_batch, &g->max_heads, &g->max_len, &g->max_topk,
-                         &g->max_next_n, &g->max_s_q, &g->page_size};
-    for (int i = 0; i < 7; i++)
-        if (a->bounds[i]) *slots[i] = a->bounds[i];
-    g->production_shape = a->production;
-    g->edge_bytes = !a->no_edge;
     g->with_truth = a->with_truth;
-    if (a->layout) {
-        attest_layout_id id;
-        if (attest_layout_from_name(a->layout, &id) != ATTEST_OK ||
-            (id != ATTEST_LAYOUT_MLA_V4 && id != ATTEST_LAYOUT_MLA_V32))
-            return attest_cli_usage_error(VERB, "--layout must be mla-v4 or mla-v32, not '%s'",
-                                          a->layout);
-        if (k != ATTEST_KERNEL_MLA_DECODE)
-            return attest_cli_usage_error(VERB, "--layout applies to mla-decode only");
-        g->layout = (int32_t)id;
-    }
-    return -1;
-}
-
-/* The bound options of the command line, for the note's regeneration command. */
-static void bound_flags(const make_args *a, char *buf, size_t cap)
-{
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < 7 && n < cap; i++)
-        if (a->bounds[i])
-            n += (size_t)snprintf(buf + n, cap - n, " --%s %d", long_options[i + 8].name,
-                                  a->bounds[i]);
-    if (a->layout && n < cap) n += (size_t)snprintf(buf + n, cap - n, " --layout %s", a->layout);
-    if (a->production && n < cap) n += (size_t)snprintf(buf + n, cap - n, " --production");
-    if (a->no_edge && n < cap) snprintf(buf + n, cap - n, " --no-edge-bytes");
+    return attest_cli_gen_apply(VERB, &a->gen, g);
 }
 
 /* How the expected outputs are made. */
@@ -479,7 +429,7 @@ static int cmd_make(int argc, char **argv)
     if (a.cover &&
         fixture_tags_parse(a.cover, m.gen.kernel, m.gen.layout, &m.wanted) != ATTEST_OK)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
-    bound_flags(&a, m.bounds, sizeof m.bounds);
+    attest_cli_gen_flags(&a.gen, m.bounds, sizeof m.bounds);
 
     char expected_desc[256];
     if (!strcmp(a.expected, "none")) {

@@ -1,7 +1,6 @@
 /* attest layout describe: the byte map of one page of a KV-cache layout, printed from the same
  * descriptor and offset function the codec uses, so what a user reads here is what the harness
  * writes. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,38 +36,6 @@ static void usage_describe(FILE *f)
                "                   of 4 >= the payload)\n"
                "  --token T        also print every byte offset of token (position) T\n",
                ATTEST_LAYOUT_MAX_PAGE_SIZE);
-}
-
-/* Strict unsigned parse: digits only (no sign, no space, no suffix), no overflow. */
-static int parse_u64(const char *s, uint64_t *out)
-{
-    if (s == NULL || *s < '0' || *s > '9') return 0;
-    errno = 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0') return 0;
-    *out = (uint64_t)v;
-    return 1;
-}
-
-/* Reads "--name V" or "--name=V"; returns 1 and advances *i when argv[*i] is that option. */
-static int option_value(int argc, char **argv, int *i, const char *name, const char **value,
-                        int *missing)
-{
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n) != 0) return 0;
-    if (a[n] == '=') {
-        *value = a + n + 1;
-        return 1;
-    }
-    if (a[n] != '\0') return 0;
-    if (*i + 1 >= argc) {
-        *missing = 1;
-        return 1;
-    }
-    *value = argv[++*i];
-    return 1;
 }
 
 /* One line of the byte map: a per-token region, its formula, and its first and last instance. */
@@ -186,17 +153,15 @@ static int describe(int argc, char **argv)
     const char *name = NULL, *ps = NULL, *st = NULL, *tk = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int missing = 0;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage_describe(stdout);
             return ATTEST_EXIT_OK;
         }
-        if (option_value(argc, argv, &i, "--page-size", &ps, &missing) ||
-            option_value(argc, argv, &i, "--page-stride", &st, &missing) ||
-            option_value(argc, argv, &i, "--token", &tk, &missing)) {
-            if (missing) return attest_cli_usage_error(VERB, "%s needs a value", a);
-            continue;
-        }
+        int found = attest_cli_option_value(argc, argv, &i, "--page-size", &ps);
+        if (!found) found = attest_cli_option_value(argc, argv, &i, "--page-stride", &st);
+        if (!found) found = attest_cli_option_value(argc, argv, &i, "--token", &tk);
+        if (found < 0) return attest_cli_usage_error(VERB, "%s needs a value", a);
+        if (found) continue;
         if (a[0] == '-' && a[1] != '\0')
             return attest_cli_usage_error(VERB, "unknown option '%s' (try attest layout "
                                                 "describe --help)", a);
@@ -210,14 +175,14 @@ static int describe(int argc, char **argv)
     if (attest_layout_from_name(name, &id) != ATTEST_OK)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
     uint64_t page_size = 64, stride = 0, token = 0;
-    if (ps != NULL && !parse_u64(ps, &page_size))
+    if (ps != NULL && attest_cli_parse_dec_u64(ps, &page_size))
         return attest_cli_usage_error(VERB, "--page-size '%s' is not a non-negative integer", ps);
     if (page_size == 0 || page_size > ATTEST_LAYOUT_MAX_PAGE_SIZE)
         return attest_cli_usage_error(VERB, "--page-size %s is outside [1, %u]", ps,
                                       ATTEST_LAYOUT_MAX_PAGE_SIZE);
-    if (st != NULL && (!parse_u64(st, &stride) || stride == 0))
+    if (st != NULL && (attest_cli_parse_dec_u64(st, &stride) || stride == 0))
         return attest_cli_usage_error(VERB, "--page-stride '%s' is not a positive integer", st);
-    if (tk != NULL && !parse_u64(tk, &token))
+    if (tk != NULL && attest_cli_parse_dec_u64(tk, &token))
         return attest_cli_usage_error(VERB, "--token '%s' is not a non-negative integer", tk);
     attest_layout l;
     if (attest_layout_make(id, (uint32_t)page_size, stride, &l) != ATTEST_OK)

@@ -46,10 +46,8 @@ static int print_layouts(void)
                                     ATTEST_LAYOUT_C4_INDEXER};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         attest_layout l;
-        if (attest_layout_make(ids[i], 64, 0, &l) != ATTEST_OK) {
-            fprintf(stderr, "attest list: %s\n", attest_last_error());
-            return -1;
-        }
+        if (attest_layout_make(ids[i], 64, 0, &l) != ATTEST_OK)
+            return attest_cli_usage_error(VERB, "%s", attest_last_error());
         char rope[32] = "";
         if (l.rope_dim) snprintf(rope, sizeof rope, " + %u bf16 rope", l.rope_dim);
         printf("  %-12s %u B/token: %u fp8%s + %u %s scale%s (1 per %u); page stride %llu B "
@@ -80,10 +78,8 @@ static void print_candidate(const attest_candidate *c, const char *spec)
 static int print_policy(void)
 {
     attest_policy *p = NULL;
-    if (attest_policy_default(&p) != ATTEST_OK) {
-        fprintf(stderr, "attest list: default policy: %s\n", attest_last_error());
-        return -1;
-    }
+    if (attest_policy_default(&p) != ATTEST_OK)
+        return attest_cli_usage_error(VERB, "default policy: %s", attest_last_error());
     const char *version = attest_policy_version(p);
     printf("\npolicies:\n  %-12s version %s, %s, %zu entries, hash %s\n", attest_policy_name(p),
            version && *version ? version : "-", attest_policy_origin(p),
@@ -102,14 +98,9 @@ int attest_cmd_list(int argc, char **argv)
             return ATTEST_EXIT_OK;
         }
         const char *value = NULL;
-        if (!strcmp(a, "--candidate")) {
-            if (i + 1 >= argc) return attest_cli_usage_error(VERB, "--candidate needs a SPEC");
-            value = argv[++i];
-        } else if (!strncmp(a, "--candidate=", 12)) {
-            value = a + 12;
-        } else {
-            return attest_cli_usage_error(VERB, "unknown argument '%s' (try --help)", a);
-        }
+        const int found = attest_cli_option_value(argc, argv, &i, "--candidate", &value);
+        if (found < 0) return attest_cli_usage_error(VERB, "--candidate needs a SPEC");
+        if (!found) return attest_cli_usage_error(VERB, "unknown argument '%s' (try --help)", a);
         if (nspecs == MAX_LOADED)
             return attest_cli_usage_error(VERB, "at most %d --candidate options", MAX_LOADED);
         specs[nspecs++] = value;

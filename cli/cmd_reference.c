@@ -47,23 +47,13 @@ static void usage(FILE *f)
             "input error (one line on stderr naming the file and field).\n");
 }
 
-/* Accepts "--name value" and "--name=value"; returns 1 and advances *i when argv[*i] matches. */
+/* Reads option `name` at argv[*i] (attest_cli_option_value); *err receives the exit status
+ * when its value is missing. */
 static int opt_value(int argc, char **argv, int *i, const char *name, const char **value, int *err)
 {
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n)) return 0;
-    if (a[n] == '=') {
-        *value = a + n + 1;
-        return 1;
-    }
-    if (a[n] != '\0') return 0;
-    if (*i + 1 >= argc) {
-        *err = attest_cli_usage_error(VERB, "%s: missing value", name);
-        return 1;
-    }
-    *value = argv[++*i];
-    return 1;
+    const int found = attest_cli_option_value(argc, argv, i, name, value);
+    if (found < 0) *err = attest_cli_usage_error(VERB, "%s: missing value", name);
+    return found != 0;
 }
 
 static int parse(int argc, char **argv, ref_opts *o, int *done)

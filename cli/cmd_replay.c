@@ -68,20 +68,18 @@ static int parse(int argc, char **argv, replay_args *a)
         case 'n': a->no_isolate = 1; break;
         case 'i':
             if (attest_cli_parse_u64(optarg, &a->case_id))
-                return attest_cli_usage_error("replay", "bad value for --case: '%s'", optarg);
+                return attest_cli_bad_value("replay", "case", optarg);
             a->has_case = 1;
             break;
         case 'r':
             if (attest_cli_parse_i32(optarg, 1, 1000, &a->reruns))
-                return attest_cli_usage_error("replay", "bad value for --reruns: '%s'", optarg);
+                return attest_cli_bad_value("replay", "reruns", optarg);
             break;
         case 't':
             if (attest_cli_parse_double(optarg, 0.01, 86400.0, &a->timeout))
-                return attest_cli_usage_error("replay", "bad value for --timeout: '%s'", optarg);
+                return attest_cli_bad_value("replay", "timeout", optarg);
             break;
-        default:
-            return attest_cli_usage_error("replay", "unknown option '%s' (attest replay --help)",
-                                          argv[optind - 1]);
+        default: return attest_cli_getopt_error("replay", ch, argv);
         }
     }
     if (optind + 1 != argc)

@@ -9,6 +9,7 @@
 #include "attest/report.h"
 #include "commands.h"
 #include "engine.h"
+#include "gen_options.h"
 
 static void usage(FILE *f)
 {
@@ -31,16 +32,13 @@ static void usage(FILE *f)
           "  --max-failures N   stop after N failing cases (default: never)\n"
           "  --print-failures N failing cases printed as they happen (default 20)\n"
           "  --quiet            no progress line (the default when not a terminal or CI is set)\n"
-          "generator bounds:\n"
-          "  --max-batch N --max-heads N --max-len N --max-topk N --max-next-n N --max-s-q N\n"
-          "  --page-size P --layout mla-v4|mla-v32 --production --no-edge-bytes\n",
+          "generator bounds:\n" ATTEST_CLI_GEN_USAGE,
           f);
 }
 
 enum {
     OPT_CASE_SEED = 256, OPT_POLICY, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_MAX_FAILURES,
-    OPT_PRINT_FAILURES, OPT_MAX_BATCH, OPT_MAX_HEADS, OPT_MAX_LEN, OPT_MAX_TOPK, OPT_MAX_NEXT_N,
-    OPT_MAX_S_Q, OPT_PAGE_SIZE, OPT_LAYOUT, OPT_PRODUCTION, OPT_NO_EDGE, OPT_QUIET
+    OPT_PRINT_FAILURES, OPT_QUIET
 };
 
 static const struct option long_options[] = {
@@ -58,29 +56,21 @@ static const struct option long_options[] = {
     {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
     {"max-failures", required_argument, NULL, OPT_MAX_FAILURES},
     {"print-failures", required_argument, NULL, OPT_PRINT_FAILURES},
-    {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
-    {"max-heads", required_argument, NULL, OPT_MAX_HEADS},
-    {"max-len", required_argument, NULL, OPT_MAX_LEN},
-    {"max-topk", required_argument, NULL, OPT_MAX_TOPK},
-    {"max-next-n", required_argument, NULL, OPT_MAX_NEXT_N},
-    {"max-s-q", required_argument, NULL, OPT_MAX_S_Q},
-    {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
-    {"layout", required_argument, NULL, OPT_LAYOUT},
-    {"production", no_argument, NULL, OPT_PRODUCTION},
-    {"no-edge-bytes", no_argument, NULL, OPT_NO_EDGE},
+    ATTEST_CLI_GEN_LONG_OPTIONS,
     {"quiet", no_argument, NULL, OPT_QUIET},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct run_args {
-    const char *candidate, *kernel, *out, *policy, *filter, *layout;
+    const char *candidate, *kernel, *out, *policy, *filter;
     uint64_t cases, seed, case_seed, max_failures, print_failures;
-    int use_case_seed, no_isolate, production, no_edge, quiet;
-    int32_t reruns, bounds[7]; /* max-batch .. page-size, 0 = generator default */
+    int use_case_seed, no_isolate, quiet;
+    int32_t reruns;
+    attest_cli_gen_bounds gen;
     double timeout;
 } run_args;
 
-#define BAD(what) return attest_cli_usage_error("run", "bad value for --%s: '%s'", what, optarg)
+#define BAD(what) return attest_cli_bad_value("run", what, optarg)
 
 /* Returns -1 to continue, or an exit status. */
 static int parse(int argc, char **argv, run_args *a)
@@ -95,6 +85,11 @@ static int parse(int argc, char **argv, run_args *a)
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+        if (attest_cli_gen_is_option(ch)) {
+            const int rc = attest_cli_gen_option("run", ch, optarg, &a->gen);
+            if (rc >= 0) return rc;
+            continue;
+        }
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case 'c': a->candidate = optarg; break;
@@ -102,7 +97,6 @@ static int parse(int argc, char **argv, run_args *a)
         case 'f': a->filter = optarg; break;
         case 'o': a->out = optarg; break;
         case OPT_POLICY: a->policy = optarg; break;
-        case OPT_LAYOUT: a->layout = optarg; break;
         case 'n':
             if (attest_cli_parse_u64(optarg, &a->cases) || a->cases == 0) BAD("cases");
             break;
@@ -126,49 +120,14 @@ static int parse(int argc, char **argv, run_args *a)
             if (attest_cli_parse_u64(optarg, &a->print_failures)) BAD("print-failures");
             break;
         case OPT_NO_ISOLATE: a->no_isolate = 1; break;
-        case OPT_PRODUCTION: a->production = 1; break;
-        case OPT_NO_EDGE: a->no_edge = 1; break;
         case OPT_QUIET: a->quiet = 1; break;
-        case OPT_MAX_BATCH: case OPT_MAX_HEADS: case OPT_MAX_LEN: case OPT_MAX_TOPK:
-        case OPT_MAX_NEXT_N: case OPT_MAX_S_Q: case OPT_PAGE_SIZE: {
-            int idx = ch - OPT_MAX_BATCH;
-            if (attest_cli_parse_i32(optarg, 1, 1 << 22, &a->bounds[idx]))
-                BAD(long_options[idx + 14].name);
-            break;
-        }
-        case ':':
-            return attest_cli_usage_error("run", "option %s needs a value", argv[optind - 1]);
-        default:
-            return attest_cli_usage_error("run", "unknown option '%s' (attest run --help)",
-                                          argv[optind - 1]);
+        default: return attest_cli_getopt_error("run", ch, argv);
         }
     }
     if (optind < argc)
         return attest_cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
     if (a->candidate == NULL)
         return attest_cli_usage_error("run", "--candidate is required (attest list shows them)");
-    return -1;
-}
-
-/* Applies the command-line bounds to the generator options. Returns an exit status or -1. */
-static int apply_bounds(const run_args *a, attest_gen_options *g)
-{
-    int32_t *slots[7] = {&g->max_batch, &g->max_heads, &g->max_len, &g->max_topk,
-                         &g->max_next_n, &g->max_s_q, &g->page_size};
-    for (int i = 0; i < 7; i++)
-        if (a->bounds[i]) *slots[i] = a->bounds[i];
-    if (a->production) g->production_shape = 1;
-    if (a->no_edge) g->edge_bytes = 0;
-    if (a->layout) {
-        attest_layout_id id;
-        if (attest_layout_from_name(a->layout, &id) != ATTEST_OK ||
-            (id != ATTEST_LAYOUT_MLA_V4 && id != ATTEST_LAYOUT_MLA_V32))
-            return attest_cli_usage_error("run", "--layout must be mla-v4 or mla-v32, not '%s'",
-                                          a->layout);
-        if (g->kernel != ATTEST_KERNEL_MLA_DECODE)
-            return attest_cli_usage_error("run", "--layout applies to mla-decode only");
-        g->layout = (int32_t)id;
-    }
     return -1;
 }
 
@@ -196,7 +155,7 @@ int attest_cmd_run(int argc, char **argv)
     job.candidate = cand;
     job.candidate_spec = a.candidate;
     job.gen = attest_gen_defaults(cand->kernel);
-    if ((rc = apply_bounds(&a, &job.gen)) >= 0) return rc;
+    if ((rc = attest_cli_gen_apply("run", &a.gen, &job.gen)) >= 0) return rc;
     job.cases = a.cases;
     job.seed = a.seed;
     job.use_case_seed = a.use_case_seed;

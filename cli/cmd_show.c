@@ -35,11 +35,9 @@ int attest_cmd_show(int argc, char **argv)
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case 'g':
             if (attest_cli_parse_u64(optarg, &per_group) || per_group == 0 || per_group > 100000)
-                return attest_cli_usage_error("show", "bad value for --per-group: '%s'", optarg);
+                return attest_cli_bad_value("show", "per-group", optarg);
             break;
-        default:
-            return attest_cli_usage_error("show", "unknown option '%s' (attest show --help)",
-                                          argv[optind - 1]);
+        default: return attest_cli_getopt_error("show", ch, argv);
         }
     }
     if (optind + 1 != argc)

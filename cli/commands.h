@@ -32,6 +32,22 @@ int attest_cli_parse_u64(const char *s, uint64_t *out);
 int attest_cli_parse_i32(const char *s, int32_t min, int32_t max, int32_t *out);
 int attest_cli_parse_double(const char *s, double min, double max, double *out);
 
+/* Strict decimal parsing: digits only (no sign, space, suffix or 0x), no overflow. Returns 0 on
+ * success, -1 otherwise. */
+int attest_cli_parse_dec_u64(const char *s, uint64_t *out);
+
+/* Prints "attest VERB: bad value for --OPTION: 'VALUE'"; returns ATTEST_EXIT_USAGE. */
+int attest_cli_bad_value(const char *verb, const char *option, const char *value);
+
+/* The error arms of a getopt_long loop, for the option at argv[optind - 1]: after ch ':' "option
+ * X needs a value", else "unknown option 'X' (attest VERB --help)". Returns ATTEST_EXIT_USAGE. */
+int attest_cli_getopt_error(const char *verb, int ch, char **argv);
+
+/* For verbs that scan argv by hand: whether argv[*i] is option `name` ("--out"), given as
+ * "--out V" or "--out=V". Returns 0 when it is not; 1 when it is, with *value set and *i on the
+ * last word used; -1 when it is but no value follows. */
+int attest_cli_option_value(int argc, char **argv, int *i, const char *name, const char **value);
+
 /* Returns 1 when progress lines suit stderr: a terminal, and not under CI (env CI set). */
 int attest_cli_interactive(void);
 

@@ -55,17 +55,37 @@ static attest_status reference_simulated(const attest_case *c, double **outputs)
 }
 
 static attest_results_writer *fuzz_results;
+static char fuzz_command_line[2048] = "libFuzzer target";
 
-static void fuzz_results_close(void)
+/* Defined here so every target records how it was started (libFuzzer and replay_main.c call it
+ * before the first input). */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    if (fuzz_results && attest_results_close(fuzz_results, ATTEST_RESULTS_INTERRUPTED) != ATTEST_OK)
+    size_t len = 0;
+    for (int i = 0; i < *argc && len < sizeof fuzz_command_line; i++) {
+        int n = snprintf(fuzz_command_line + len, sizeof fuzz_command_line - len, "%s%s",
+                         i ? " " : "", (*argv)[i]);
+        if (n < 0) break;
+        len += (size_t)n;
+    }
+    return 0;
+}
+
+static void fuzz_results_close_as(attest_results_end end)
+{
+    if (fuzz_results && attest_results_close(fuzz_results, end) != ATTEST_OK)
         fprintf(stderr, "fuzz: closing results: %s\n", attest_last_error());
     fuzz_results = NULL;
 }
 
+/* libFuzzer runs atexit handlers only when it ends normally (-runs, -max_total_time); a crash
+ * or a signal leaves the file as the store's crash safety does (rows up to the last flush). */
+static void fuzz_results_close(void) { fuzz_results_close_as(ATTEST_RESULTS_COMPLETE); }
+
 /* Every judged input's tolerance record goes to $ATTEST_FUZZ_RESULTS (flushed every second by
  * the store, so a crash that ends the fuzzer loses at most the last second). */
-static void fuzz_record_append(const attest_case_record *rec, const attest_case *c)
+static void fuzz_record_append(const attest_case_record *rec, const attest_case *c,
+                               const attest_policy *policy)
 {
     static int opened;
     if (!opened) {
@@ -75,7 +95,13 @@ static void fuzz_record_append(const attest_case_record *rec, const attest_case 
             attest_results_provenance prov;
             attest_results_provenance_init(&prov);
             snprintf(prov.candidate, sizeof prov.candidate, "%s", rec->candidate);
-            snprintf(prov.command_line, sizeof prov.command_line, "libFuzzer target");
+            snprintf(prov.kernel, sizeof prov.kernel, "%s", attest_kernel_name(c->kernel));
+            snprintf(prov.policy_name, sizeof prov.policy_name, "%s", attest_policy_name(policy));
+            snprintf(prov.policy_hash, sizeof prov.policy_hash, "%s", attest_policy_hash(policy));
+            snprintf(prov.policy_origin, sizeof prov.policy_origin, "%s",
+                     attest_policy_origin(policy));
+            prov.policy_text = attest_policy_text(policy);
+            snprintf(prov.command_line, sizeof prov.command_line, "%s", fuzz_command_line);
             if (attest_results_create(path, &prov, NULL, &fuzz_results) != ATTEST_OK) {
                 fprintf(stderr, "fuzz: results file %s: %s\n", path, attest_last_error());
                 abort();
@@ -129,8 +155,10 @@ void fuzz_judge(const char *target, const attest_candidate *cand, attest_case *c
         abort();
     }
     rec.case_id = state.judged++;
-    fuzz_record_append(&rec, c);
+    fuzz_record_append(&rec, c, state.policy);
     if (!attest_verdict_is_failure(rec.verdict)) return;
+    /* The abort below skips atexit: close now, so the failing row and its repro are in. */
+    fuzz_results_close_as(ATTEST_RESULTS_INTERRUPTED);
     char gates[128];
     attest_gate_mask_string(rec.failed_gates, gates, sizeof gates);
     const char *dir = getenv("ATTEST_FUZZ_ARTIFACTS");

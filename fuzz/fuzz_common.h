@@ -35,9 +35,16 @@ uint64_t fuzz_head_uint(fuzz_input *in, unsigned n);
 const attest_candidate *fuzz_candidate(const char *fallback);
 
 /* Judges a case in-process with the default policy and one run, appends the record to
- * $ATTEST_FUZZ_RESULTS when set (every tolerance result, HDF5), and on any failing verdict
- * prints the record, saves the case to $ATTEST_FUZZ_ARTIFACTS (default ".") as
- * fuzz-<target>-<seed>.h5 and aborts so libFuzzer keeps the input. */
+ * $ATTEST_FUZZ_RESULTS when set (every tolerance result, HDF5: `attest show` reads it; closed
+ * as complete when the fuzzer ends normally), and on any failing verdict closes that file (the
+ * failing row and its repro in it), prints the record, saves the case to
+ * $ATTEST_FUZZ_ARTIFACTS (default ".") as fuzz-<target>-<seed>.h5 and aborts so libFuzzer keeps
+ * the input. */
 void fuzz_judge(const char *target, const attest_candidate *cand, attest_case *c);
+
+/* The libFuzzer entry points. fuzz_common.c defines LLVMFuzzerInitialize (it records the
+ * command line for the results file's provenance); each target defines LLVMFuzzerTestOneInput. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #endif

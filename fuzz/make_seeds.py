@@ -4,8 +4,8 @@
     python3 fuzz/make_seeds.py [FUZZ_DIR]
 
 Seeds are small on purpose: libFuzzer mutates them, and every corpus file is also a ctest
-(label fuzz-replay). Findings (crash-*, regression-*) are added to the corpus by hand and are
-never touched here. Needs numpy and h5py (case-file seeds only).
+(label fuzz-replay). The crash-* files are the campaign's findings, rebuilt small from the
+seeds (regressions() says what each was). Needs numpy and h5py (case-file seeds only).
 
 - mla_decode, indexer: the fuzz input is read from both ends (fuzz_common.h). The last 8 bytes
   are the generator seed (little-endian from the end), the byte before them the shape knobs;
@@ -161,6 +161,40 @@ def policy_seeds(out):
         write(os.path.join(d, "broken-" + name + ".json"), text)
 
 
+def regressions(out):
+    """Inputs of the campaign's findings, rebuilt small from the seeds (fuzz/README.md, Findings).
+    Each replays clean now and failed before its fix."""
+    # mla_decode: q values of 3.4e38 (bf16 max) in head 2 overflow float32 dot products where the
+    # double reference stays finite: a false positive, fixed by keeping q below 2^5. Ops: 8 = q,
+    # then the element (4 bytes) and the bf16 pattern (2 bytes); knobs 0x63 = mla-v32.
+    head = b"".join(bytes([8]) + (2 * 576 + d).to_bytes(4, "little") + (0x7F7F).to_bytes(2, "little")
+                    for d in range(8))
+    write(os.path.join(out, "mla_decode", "crash-q-overflow-float32"),
+          head + tail(0x63, 0x079E338BC5BCB2C5))
+
+    # policy: jansson 2.14 skips a NUL right after a number, so the text parsed while the policy's
+    # text (a C string) ended at the NUL; attest_policy_parse now refuses NUL bytes.
+    write(os.path.join(out, "policy", "crash-nul-after-number.json"),
+          POLICY_MIN.replace(b'"cos_diff_max": 1e-6', b'"cos_diff_max": 1e-6\x00', 1))
+
+    d = os.path.join(out, "casefile")
+    # casefile: a global-heap object (a variable-length string attribute) claiming a size of
+    # 5e18 bytes: HDF5 1.10's H5HG_read copies from a wild address. HDF5's bug; the target skips
+    # it after its child crashes in libhdf5, and `attest replay` must refuse it (it crashed).
+    data = bytearray(open(os.path.join(d, "seed-mla-v4-group-extra.h5"), "rb").read())
+    gcol = data.find(b"GCOL")
+    assert gcol > 0
+    data[gcol + 24:gcol + 32] = (0x4644AA9900000000).to_bytes(8, "little")  # object 1's size
+    write(os.path.join(d, "crash-hdf5-h5hg-read-wild-copy.h5"), bytes(data))
+    # casefile: the root group's object header with a bad checksum: H5Oopen fails and HDF5 1.10
+    # leaks the half-loaded cache entry (and prints "infinite loop closing library" at exit).
+    data = bytearray(open(os.path.join(d, "seed-mla-v32-root.h5"), "rb").read())
+    ohdr = data.find(b"OHDR")
+    assert ohdr > 0
+    data[ohdr + 40] ^= 0xFF
+    write(os.path.join(d, "crash-hdf5-leak-corrupt-object-header.h5"), bytes(data))
+
+
 def main():
     out = os.path.join(sys.argv[1] if len(sys.argv) > 1 else HERE, "corpus")
     # knobs bit 0: layout fixed, bit 1: mla-v32 (else mla-v4), bit 2: edge bytes off.
@@ -169,6 +203,7 @@ def main():
     case_seeds(out, "indexer", [0, 1, 0, 1, 0])
     casefile_seeds(out)
     policy_seeds(out)
+    regressions(out)
 
 
 if __name__ == "__main__":

@@ -168,22 +168,44 @@ static attest_status tf_group(attest_tensorfile *f, const char *group, char *whe
     return attest_cf_require_group(f->file, where, group[0] == '/' ? group + 1 : group, g);
 }
 
-attest_status attest_tensorfile_write(attest_tensorfile *f, const char *group,
-                                      const attest_casefile_output *t)
+/* What one tensorfile call writes into a group: a dataset, or a string or integer attribute. */
+typedef enum tf_kind { TF_TENSOR, TF_STRING, TF_INT } tf_kind;
+
+typedef struct tf_item {
+    tf_kind kind;
+    const attest_casefile_output *tensor;
+    const char *key, *text;
+    int64_t number;
+} tf_item;
+
+static attest_status tf_put(attest_tensorfile *f, const char *group, const tf_item *it)
 {
-    if (!f || !t || !t->name)
-        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_tensorfile_write: NULL argument");
     attest_cf_quiet q;
     attest_cf_quiet_begin(&q);
     char where[600];
     hid_t g;
     attest_status st = tf_group(f, group, where, sizeof where, &g);
     if (st == ATTEST_OK) {
-        st = attest_cf_dset_write(g, where, t->name, t->dtype, t->rank, t->shape, t->data, 0);
+        const attest_casefile_output *t = it->tensor;
+        if (it->kind == TF_TENSOR)
+            st = attest_cf_dset_write(g, where, t->name, t->dtype, t->rank, t->shape, t->data, 0);
+        else if (it->kind == TF_STRING)
+            st = attest_cf_write_attr_string(g, where, it->key, it->text);
+        else
+            st = attest_cf_write_attr_int(g, where, it->key, it->number);
         H5Gclose(g);
     }
     attest_cf_quiet_end(&q);
     return st;
+}
+
+attest_status attest_tensorfile_write(attest_tensorfile *f, const char *group,
+                                      const attest_casefile_output *t)
+{
+    if (!f || !t || !t->name)
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_tensorfile_write: NULL argument");
+    const tf_item it = {TF_TENSOR, t, NULL, NULL, 0};
+    return tf_put(f, group, &it);
 }
 
 attest_status attest_tensorfile_set_string(attest_tensorfile *f, const char *group,
@@ -191,17 +213,8 @@ attest_status attest_tensorfile_set_string(attest_tensorfile *f, const char *gro
 {
     if (!f || !key)
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_tensorfile_set_string: NULL argument");
-    attest_cf_quiet q;
-    attest_cf_quiet_begin(&q);
-    char where[600];
-    hid_t g;
-    attest_status st = tf_group(f, group, where, sizeof where, &g);
-    if (st == ATTEST_OK) {
-        st = attest_cf_write_attr_string(g, where, key, value);
-        H5Gclose(g);
-    }
-    attest_cf_quiet_end(&q);
-    return st;
+    const tf_item it = {TF_STRING, NULL, key, value, 0};
+    return tf_put(f, group, &it);
 }
 
 attest_status attest_tensorfile_set_int(attest_tensorfile *f, const char *group, const char *key,
@@ -209,17 +222,8 @@ attest_status attest_tensorfile_set_int(attest_tensorfile *f, const char *group,
 {
     if (!f || !key)
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_tensorfile_set_int: NULL argument");
-    attest_cf_quiet q;
-    attest_cf_quiet_begin(&q);
-    char where[600];
-    hid_t g;
-    attest_status st = tf_group(f, group, where, sizeof where, &g);
-    if (st == ATTEST_OK) {
-        st = attest_cf_write_attr_int(g, where, key, value);
-        H5Gclose(g);
-    }
-    attest_cf_quiet_end(&q);
-    return st;
+    const tf_item it = {TF_INT, NULL, key, NULL, value};
+    return tf_put(f, group, &it);
 }
 
 attest_status attest_tensorfile_close(attest_tensorfile *f)

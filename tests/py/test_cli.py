@@ -9,30 +9,7 @@ import sys
 import tempfile
 import time
 
-CLI = os.environ.get("ATTEST_CLI")
-failures = []
-checks = 0
-
-
-def run(*args, timeout=600):
-    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ, "CI": "1"})
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(cond, what):
-    global checks
-    checks += 1
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def one_line_error(rc, out, err, what):
-    check(rc == 2, f"{what}: exit status {rc}, expected 2")
-    lines = [l for l in err.splitlines() if l.strip()]
-    check(len(lines) == 1 and lines[0].startswith("attest"),
-          f"{what}: expected one error line on stderr, got {err!r}")
+from attest_testlib import CLI, check, one_line_error, run, summary
 
 
 def main():
@@ -148,8 +125,7 @@ def main():
         rc, out, err = run(verb, "--help")
         check(rc == 0 and "usage" in out.lower(), f"{verb} --help: exit {rc}")
 
-    print(f"test_cli: {checks} checks, {len(failures)} failed")
-    return 1 if failures else 0
+    return summary("test_cli")
 
 
 if __name__ == "__main__":

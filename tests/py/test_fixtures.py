@@ -7,7 +7,6 @@ the edges its note and fixtures/README.md claim, checked on the data with numpy.
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -18,27 +17,12 @@ except ImportError:  # the test needs both; say so instead of failing
     print("h5py/numpy missing; skipping")
     sys.exit(77)
 
-CLI = os.environ.get("ATTEST_CLI")
+from attest_testlib import CLI, check, run, summary
+
 SRC = os.environ.get("ATTEST_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 SHARED = os.environ.get("ATTEST_SHARED_DIR", "")
 GOLDEN = os.path.join(SRC, "fixtures", "golden")
 FILES = {"indexer": ["indexer-edges.h5"], "mla-decode": ["mla-v4-edges.h5", "mla-v32-edges.h5"]}
-failures = []
-checks = 0
-
-
-def run(*args, timeout=600):
-    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ, "CI": "1"})
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(cond, what):
-    global checks
-    checks += 1
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def case_lines(out):
@@ -412,8 +396,7 @@ def main():
         test_oracles()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"test_fixtures: {checks} checks, {len(failures)} failed")
-    return 1 if failures else 0
+    return summary("test_fixtures")
 
 
 if __name__ == "__main__":

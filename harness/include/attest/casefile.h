@@ -92,6 +92,42 @@ typedef attest_status (*attest_casefile_group_fn)(const char *group, attest_kern
 attest_status attest_casefile_list_groups(const char *path, attest_casefile_group_fn fn,
                                           void *user) ATTEST_MUST_CHECK;
 
+/* One case as attest_casefile_probe_cases read it in the child process. */
+typedef struct attest_casefile_probe_case {
+    char name[256];          /* "/" for a root case, else the group path */
+    attest_kernel kernel;
+    attest_status status;    /* ATTEST_OK: the case, and what the check function read, read cleanly */
+    int32_t found;           /* what the check function counted (0 without one) */
+    char message[512];       /* the one-line error when status != ATTEST_OK */
+} attest_casefile_probe_case;
+
+/* The cases of one file. `file_status` != ATTEST_OK means the file as a whole could not be read
+ * (not HDF5, truncated, no case, crashed the HDF5 library); `file_message` says why and `cases`
+ * holds whatever was read before that. */
+typedef struct attest_casefile_probe_result {
+    attest_status file_status;
+    char file_message[512];
+    attest_casefile_probe_case *cases;
+    size_t count;
+} attest_casefile_probe_result;
+
+/* Run in the child for each case that loaded, to read more of the file through the HDF5 library
+ * (stored outputs, say); may set *found. A non-OK return marks the case unreadable. */
+typedef attest_status (*attest_casefile_probe_fn)(const char *path, const char *group,
+                                                  const attest_case *c, int32_t *found,
+                                                  void *user);
+
+/* attest_casefile_probe per case, for gates that must report every case and go on past a bad
+ * one: lists the cases of `path` in a forked child, loads each and runs `check` (may be NULL) on
+ * it. A crash of the HDF5 library becomes a file_message naming the file and the case it was
+ * reading. Messages have bytes outside printable ASCII replaced by '?' (they quote names from the
+ * file). Returns an error only when the probe could not run (pipe, fork, memory); the file's
+ * problems land in *out, which the caller frees with attest_casefile_probe_result_free. */
+attest_status attest_casefile_probe_cases(const char *path, attest_casefile_probe_fn check,
+                                          void *user, attest_casefile_probe_result *out)
+    ATTEST_MUST_CHECK;
+void attest_casefile_probe_result_free(attest_casefile_probe_result *r);
+
 /* A tensor read from a file (stored output, candidate output, reference output), on the heap. */
 typedef struct attest_stored_tensor {
     char name[96];

@@ -1,0 +1,61 @@
+/* attest CLI (internal): the generator-bound options that attest run and attest fixture make
+ * share (--max-batch ... --no-edge-bytes): their getopt table entries, their usage lines, and
+ * how they apply to attest_gen_options. */
+#ifndef ATTEST_CLI_GEN_OPTIONS_H
+#define ATTEST_CLI_GEN_OPTIONS_H
+
+#include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attest/generator.h"
+
+/* getopt_long values of the options; above any verb's own (those start at 256). */
+enum {
+    ATTEST_CLI_GEN_MAX_BATCH = 512, ATTEST_CLI_GEN_MAX_HEADS, ATTEST_CLI_GEN_MAX_LEN,
+    ATTEST_CLI_GEN_MAX_TOPK, ATTEST_CLI_GEN_MAX_NEXT_N, ATTEST_CLI_GEN_MAX_S_Q,
+    ATTEST_CLI_GEN_PAGE_SIZE, ATTEST_CLI_GEN_LAYOUT, ATTEST_CLI_GEN_PRODUCTION,
+    ATTEST_CLI_GEN_NO_EDGE, ATTEST_CLI_GEN_END_
+};
+
+/* The entries to put in a verb's getopt_long table. */
+#define ATTEST_CLI_GEN_LONG_OPTIONS                                                                \
+    {"max-batch", required_argument, NULL, ATTEST_CLI_GEN_MAX_BATCH},                              \
+    {"max-heads", required_argument, NULL, ATTEST_CLI_GEN_MAX_HEADS},                              \
+    {"max-len", required_argument, NULL, ATTEST_CLI_GEN_MAX_LEN},                                  \
+    {"max-topk", required_argument, NULL, ATTEST_CLI_GEN_MAX_TOPK},                                \
+    {"max-next-n", required_argument, NULL, ATTEST_CLI_GEN_MAX_NEXT_N},                            \
+    {"max-s-q", required_argument, NULL, ATTEST_CLI_GEN_MAX_S_Q},                                  \
+    {"page-size", required_argument, NULL, ATTEST_CLI_GEN_PAGE_SIZE},                              \
+    {"layout", required_argument, NULL, ATTEST_CLI_GEN_LAYOUT},                                    \
+    {"production", no_argument, NULL, ATTEST_CLI_GEN_PRODUCTION},                                  \
+    {"no-edge-bytes", no_argument, NULL, ATTEST_CLI_GEN_NO_EDGE}
+
+/* The usage lines that list them. */
+#define ATTEST_CLI_GEN_USAGE                                                                       \
+    "  --max-batch N --max-heads N --max-len N --max-topk N --max-next-n N --max-s-q N\n"          \
+    "  --page-size P --layout mla-v4|mla-v32 --production --no-edge-bytes\n"
+
+/* The options as given; zero-initialized means none given. */
+typedef struct attest_cli_gen_bounds {
+    int32_t bounds[7]; /* max-batch .. page-size; 0: generator default */
+    const char *layout;
+    int production, no_edge;
+} attest_cli_gen_bounds;
+
+/* Returns 1 when ch (a getopt_long value) is one of these options. */
+int attest_cli_gen_is_option(int ch);
+
+/* Records option ch with its argument. Returns -1, or ATTEST_EXIT_USAGE after reporting a bad
+ * value as "attest VERB: bad value for --NAME: 'ARG'". */
+int attest_cli_gen_option(const char *verb, int ch, const char *arg, attest_cli_gen_bounds *b);
+
+/* Applies the options to g, whose kernel is set (attest_gen_defaults). Returns -1, or
+ * ATTEST_EXIT_USAGE after reporting a --layout that is not an MLA layout or not for g's kernel. */
+int attest_cli_gen_apply(const char *verb, const attest_cli_gen_bounds *b, attest_gen_options *g);
+
+/* Writes the options given as command-line flags (" --max-len 64 --production"), for a command
+ * that regenerates the same cases; "" when none. */
+void attest_cli_gen_flags(const attest_cli_gen_bounds *b, char *buf, size_t cap);
+
+#endif
