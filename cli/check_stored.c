@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "attest/compare.h"
-#include "attest/reference.h"
 #include "attest/runner.h"
 #include "check.h"
 
@@ -99,58 +98,6 @@ static void add_note(char *notes, size_t cap, const char *text)
     if (n + 1 < cap) snprintf(notes + n, cap - n, "%s%s", n ? "; " : "", text);
 }
 
-/* Positions past each row's valid length are left out: what they hold depends on a masking
- * convention the stored outputs and the candidate do not share. */
-static uint8_t *valid_region_mask(const attest_case *c)
-{
-    const attest_indexer_params *p = &c->params.indexer;
-    const attest_tensor *lens = attest_case_tensor_const(c, "context_lens");
-    const size_t rows = (size_t)p->b * (size_t)p->next_n, width = (size_t)p->max_len;
-    uint8_t *mask = malloc(rows * width > 0 ? rows * width : 1);
-    if (!mask || !lens || !lens->data) {
-        free(mask);
-        return NULL;
-    }
-    for (size_t r = 0; r < rows; r++) {
-        size_t len = (size_t)attest_indexer_row_length(p, lens->data, (int32_t)r);
-        memset(mask + r * width, 1, len);
-        memset(mask + r * width + len, 0, width - len);
-    }
-    return mask;
-}
-
-/* The top-k gate against stored logits: both sets are selected the same way, from the stored
- * and the candidate logits. */
-static attest_status stored_topk(const attest_case *c, const double *ref, const float *cand,
-                                 const attest_tolerance *tol, attest_tensor_metrics *m)
-{
-    const attest_indexer_params *p = &c->params.indexer;
-    const int32_t *lens = attest_case_tensor_const(c, "context_lens")->data;
-    const int32_t rows = p->b * p->next_n, width = p->max_len, k = p->topk;
-    int32_t *row_len = malloc((size_t)rows * sizeof *row_len);
-    int32_t *sets = malloc(2 * (size_t)rows * (size_t)k * sizeof *sets);
-    double *scores = malloc((size_t)width * sizeof *scores);
-    attest_status st = ATTEST_OK;
-    if (!row_len || !sets || !scores)
-        st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "top-k sets of %d rows", rows);
-    int32_t *cand_sets = sets, *ref_sets = sets ? sets + (size_t)rows * k : NULL;
-    for (int32_t r = 0; r < rows && st == ATTEST_OK; r++) {
-        const size_t base = (size_t)r * (size_t)width;
-        row_len[r] = attest_indexer_row_length(p, lens, r);
-        for (int32_t t = 0; t < row_len[r]; t++) scores[t] = (double)cand[base + (size_t)t];
-        st = attest_ref_topk_row(scores, row_len[r], k, p->topk_rule, cand_sets + (size_t)r * k);
-        if (st == ATTEST_OK)
-            st = attest_ref_topk_row(ref + base, row_len[r], k, p->topk_rule,
-                                     ref_sets + (size_t)r * k);
-    }
-    if (st == ATTEST_OK)
-        st = attest_compare_topk(ref, rows, width, row_len, cand_sets, ref_sets, k, tol, m);
-    free(row_len);
-    free(sets);
-    free(scores);
-    return st;
-}
-
 /* Compares one stored output. `conv_cand` receives a converted copy of the candidate's lse when
  * the stored lse includes the sink and the candidate's does not. */
 static attest_status compare_one(const attest_case *c, const attest_tensor *t,
@@ -169,8 +116,11 @@ static attest_status compare_one(const attest_case *c, const attest_tensor *t,
     if (st == ATTEST_OK && c->kernel == ATTEST_KERNEL_INDEXER && !strcmp(t->name, "logits")) {
         const attest_masking file_m = c->params.indexer.masking;
         if (file_m == ATTEST_MASK_UNSPECIFIED || cc->masking != file_m) {
-            mask = valid_region_mask(c);
+            /* Positions past each row's valid length are left out: what they hold depends on
+             * a masking convention the stored outputs and the candidate do not share. */
+            mask = malloc(n ? n : 1);
             if (!mask) st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "logits compare mask");
+            else st = attest_indexer_valid_mask(c, mask);
             if (file_m != ATTEST_MASK_UNSPECIFIED && cc->masking != file_m) {
                 snprintf(note, sizeof note,
                          "logits past row lengths not compared (fixture masking %s, candidate %s)",
@@ -211,7 +161,7 @@ static attest_status compare_one(const attest_case *c, const attest_tensor *t,
         snprintf(m->output, sizeof m->output, "%s", t->name);
         if (c->kernel == ATTEST_KERNEL_INDEXER && !strcmp(t->name, "logits") &&
             c->params.indexer.topk > 0 && t->dtype == ATTEST_DTYPE_F32)
-            st = stored_topk(c, ref, cand, tol, m);
+            st = attest_indexer_topk_gate(c, ref, cand, tol, m);
     }
     free(ref);
     free(conv);

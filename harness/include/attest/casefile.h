@@ -75,7 +75,9 @@ attest_status attest_casefile_load(const char *path, const char *group, attest_c
 /* Loads the case in `group` (NULL: every case the file lists) in a forked child process and
  * returns what that load returned, with its message. A file whose corrupt HDF5 metadata crashes
  * the HDF5 library (1.10 trusts some on-disk structures) gives ATTEST_ERR_FORMAT "reading it
- * crashed the HDF5 library" instead of killing the caller. Loading is deterministic: after
+ * crashed the HDF5 library" instead of killing the caller, and one that makes it loop forever
+ * gives "reading it did not finish within N s" (N: $ATTEST_PROBE_TIMEOUT, default 60; 0: no
+ * limit; attest_casefile_probe_cases too). Loading is deterministic: after
  * ATTEST_OK, attest_casefile_load of the same file cannot crash. Costs one extra load and a fork;
  * for commands that open user-supplied files (the CLI), not for hot loops. */
 attest_status attest_casefile_probe(const char *path, const char *group) ATTEST_MUST_CHECK;

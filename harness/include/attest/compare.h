@@ -137,6 +137,26 @@ attest_status attest_compare_topk(const double *ref_logits, int32_t rows, int32_
                                   const int32_t *ref_sets, int32_t k, const attest_tolerance *tol,
                                   attest_tensor_metrics *m) ATTEST_MUST_CHECK;
 
+/* The indexer's compare mask for logits [b*next_n, max_len] of an indexer case: byte
+ * r*max_len + t is 1 when t is below row r's valid length under the MTP causal rule (slot j of a
+ * request of length L sees t <= L - next_n + j; clamped to [0, max_len]) and 0 past it, where
+ * what a kernel writes depends on its masking convention. `mask` holds b*next_n*max_len bytes.
+ * Returns ATTEST_ERR_INVALID_ARGUMENT for a case that is not an indexer case or lacks
+ * context_lens. */
+attest_status attest_indexer_valid_mask(const attest_case *c, uint8_t *mask) ATTEST_MUST_CHECK;
+
+/* The indexer's top-k gate on logits [b*next_n, max_len] (`ref`: reference or stored values,
+ * `cand`: candidate float32): selects params.topk positions of each row's valid region (see
+ * attest_indexer_valid_mask) from the candidate's logits and from the reference's alike (the
+ * largest first, ties to the lower position, NaN never, -inf below every finite score but not
+ * excluded, -1 padding; ATTEST_TOPK_SHORT_IDENTITY gives 0..len-1 when len <= k) and runs
+ * attest_compare_topk on the two sets, so run it after attest_compare_tensor on the same logits.
+ * Returns ATTEST_ERR_INVALID_ARGUMENT for a case that is not an indexer case or lacks
+ * context_lens, ATTEST_ERR_OUT_OF_MEMORY; a low recall is recorded in *m, never returned. */
+attest_status attest_indexer_topk_gate(const attest_case *c, const double *ref, const float *cand,
+                                       const attest_tolerance *tol, attest_tensor_metrics *m)
+    ATTEST_MUST_CHECK;
+
 /* DeepGEMM's lone metric, kept to show what it misses: 1 - 2*sum(rc)/sum(r^2+c^2) in double over
  * the pairs where both are finite; 0 when that denominator is 0. */
 double attest_cosine_difference(const double *ref, const double *cand, size_t count);

@@ -1,0 +1,44 @@
+/* attest (internal): the indexer's compare mask and top-k gate (compare.h), with the selection
+ * and row-length helpers they share and a variant that reuses the runner's buffers. */
+#ifndef ATTEST_COMPARE_INDEXER_H
+#define ATTEST_COMPARE_INDEXER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attest/case.h"
+#include "attest/compare.h"
+#include "attest/status.h"
+
+/* Grows *p to hold `need` elements of `elem` bytes (never shrinks; *cap counts elements). */
+attest_status indexer_reserve(void **p, size_t *cap, size_t need, size_t elem) ATTEST_MUST_CHECK;
+
+/* Valid length of indexer logits row `row`: the MTP causal rule of spec section 5 (slot j of a
+ * request of length L sees t <= L - next_n + j), clamped to [0, max_len]. The same rule as the
+ * references' attest_indexer_row_length, kept here so the harness does not depend on them. */
+int32_t indexer_row_length(const attest_indexer_params *p, const int32_t *context_lens,
+                           int32_t row);
+
+/* Top-k of one row of scores: the k largest non-NaN scores of [0, len), ties to the lower
+ * position, in descending order, -1 padding; ATTEST_TOPK_SHORT_IDENTITY gives 0..len-1 when
+ * len <= k. -inf ranks below every finite score but can be chosen. `heap` holds k ints. */
+void indexer_select_topk(const double *scores, int32_t len, int32_t k, attest_topk_rule rule,
+                         int32_t *idx, int32_t *heap);
+
+/* Buffers of the top-k gate, reused from call to call (zero-initialize; free with
+ * indexer_scratch_free). */
+typedef struct indexer_scratch {
+    double *scores;   /* one row of candidate logits as doubles */
+    size_t scores_cap;
+    int32_t *sets;    /* row lengths, candidate and reference top-k sets, then the heap */
+    size_t sets_cap;
+} indexer_scratch;
+
+void indexer_scratch_free(indexer_scratch *s);
+
+/* attest_indexer_topk_gate with its buffers in `s`. */
+attest_status indexer_topk_gate_reuse(const attest_case *c, const double *ref, const float *cand,
+                                      const attest_tolerance *tol, indexer_scratch *s,
+                                      attest_tensor_metrics *m) ATTEST_MUST_CHECK;
+
+#endif /* ATTEST_COMPARE_INDEXER_H */
