@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attest/casefile.h"
 #include "attest/policy.h"
@@ -90,8 +91,17 @@ static void fuzz_record_append(const attest_case_record *rec, const attest_case 
     static int opened;
     if (!opened) {
         opened = 1;
-        const char *path = getenv("ATTEST_FUZZ_RESULTS");
-        if (path && *path) {
+        const char *env = getenv("ATTEST_FUZZ_RESULTS");
+        char path[1024];
+        /* "%p" becomes the process id: libFuzzer's -jobs/-fork run several processes, and two
+         * writers must not share one file. */
+        const char *pid_at = env ? strstr(env, "%p") : NULL;
+        if (pid_at)
+            snprintf(path, sizeof path, "%.*s%d%s", (int)(pid_at - env), env, (int)getpid(),
+                     pid_at + 2);
+        else
+            snprintf(path, sizeof path, "%s", env ? env : "");
+        if (path[0]) {
             attest_results_provenance prov;
             attest_results_provenance_init(&prov);
             snprintf(prov.candidate, sizeof prov.candidate, "%s", rec->candidate);

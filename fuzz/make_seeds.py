@@ -186,6 +186,11 @@ def regressions(out):
     assert gcol > 0
     data[gcol + 24:gcol + 32] = (0x4644AA9900000000).to_bytes(8, "little")  # object 1's size
     write(os.path.join(d, "crash-hdf5-h5hg-read-wild-copy.h5"), bytes(data))
+    # casefile: the same object claiming 74 bytes instead of 10: HDF5 1.10 loops forever loading
+    # the collection (H5HG__cache_heap_deserialize). The target's child times out in libhdf5
+    # and the input is skipped (it takes the child's 5 s to replay).
+    data[gcol + 24:gcol + 32] = (74).to_bytes(8, "little")
+    write(os.path.join(d, "crash-hdf5-h5hg-infinite-loop.h5"), bytes(data))
     # casefile: the root group's object header with a bad checksum: H5Oopen fails and HDF5 1.10
     # leaks the half-loaded cache entry (and prints "infinite loop closing library" at exit).
     data = bytearray(open(os.path.join(d, "seed-mla-v32-root.h5"), "rb").read())
