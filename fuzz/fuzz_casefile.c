@@ -282,7 +282,8 @@ static void print_hdf5_summary(void)
 static void note_hdf5_crash(const char *frame, const char *site, int hang)
 {
     char fn[64];
-    snprintf(fn, sizeof fn, "%s in %s", hang ? "hang" : "crash", site);
+    /* A site name is a short function name; cut anything longer rather than overflow. */
+    snprintf(fn, sizeof fn, "%s in %.50s", hang ? "hang" : "crash", site);
     if (hdf5_skipped++ == 0) atexit(print_hdf5_summary);
     for (int i = 0; i < MAX_HDF5_SITES; i++) {
         if (hdf5_sites[i].count == 0)
