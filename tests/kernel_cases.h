@@ -13,6 +13,8 @@
 
 #include "attest/candidate.h"
 #include "attest/case.h"
+#include "attest/registry.h"
+#include "attest/runner.h"
 
 /* Random numbers ---------------------------------------------------------------------------- */
 
@@ -428,6 +430,59 @@ static size_t tk_mla_mismatches(const uint16_t *out, const float *lse, const dou
             bad += !(fabs(g - e) <= 0x1p-7 * fabs(e) + 1e-5 * scale);
         }
     }
+    return bad;
+}
+
+/* Running a built-in candidate on a case ------------------------------------------------------ */
+
+static const attest_candidate *tk_builtin(const char *name)
+{
+    const attest_candidate *c = attest_builtin_find(name);
+    if (!c) print_error("no built-in candidate '%s'\n", name);
+    assert_non_null(c);
+    return c;
+}
+
+static void tk_poison_f32(float *p, size_t n)
+{
+    const uint32_t bits = ATTEST_POISON_F32;
+    for (size_t i = 0; i < n; i++) memcpy(&p[i], &bits, 4);
+}
+
+/* Runs `name` on the indexer case, its outputs poisoned first as the harness does (so an
+ * unwritten element counts), and returns the number of logits that disagree with expected. */
+static size_t tk_indexer_case_mismatches(const char *name, const tk_indexer_spec *s)
+{
+    attest_case c;
+    tk_build_indexer(&c, s);
+    attest_kernel_args args;
+    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
+    tk_poison_f32(args.u.indexer.logits, (size_t)s->b * s->next_n * s->max_len);
+    double *e = tk_expect_indexer(&c, s);
+    assert_int_equal(tk_run(tk_builtin(name), &args), 0);
+    size_t bad = tk_indexer_mismatches(args.u.indexer.logits, e, s->b * s->next_n, s->max_len);
+    free(e);
+    attest_case_free(&c);
+    return bad;
+}
+
+/* The same for an MLA-decode case: out and lse poisoned, then compared with expected. */
+static size_t tk_mla_case_mismatches(const char *name, const tk_mla_spec *s)
+{
+    attest_case c;
+    tk_build_mla(&c, s);
+    attest_kernel_args args;
+    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
+    const size_t heads = (size_t)s->b * s->s_q * s->h_q;
+    for (size_t i = 0; i < heads * 512; i++) args.u.mla.out[i] = ATTEST_POISON_BF16;
+    tk_poison_f32(args.u.mla.lse, heads);
+    double *oe, *le;
+    tk_expect_mla(&c, &oe, &le);
+    assert_int_equal(tk_run(tk_builtin(name), &args), 0);
+    size_t bad = tk_mla_mismatches(args.u.mla.out, args.u.mla.lse, oe, le, heads);
+    free(oe);
+    free(le);
+    attest_case_free(&c);
     return bad;
 }
 

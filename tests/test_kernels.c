@@ -15,45 +15,6 @@
 #include "attest/runner.h"
 #include "kernel_cases.h"
 
-static const attest_candidate *builtin(const char *name)
-{
-    const attest_candidate *c = attest_builtin_find(name);
-    assert_non_null(c);
-    return c;
-}
-
-/* Runs `name` on the indexer case and returns the number of logits that disagree with expected. */
-static size_t indexer_case_mismatches(const char *name, const tk_indexer_spec *s)
-{
-    attest_case c;
-    tk_build_indexer(&c, s);
-    attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
-    double *e = tk_expect_indexer(&c, s);
-    assert_int_equal(tk_run(builtin(name), &args), 0);
-    size_t bad = tk_indexer_mismatches(args.u.indexer.logits, e, s->b * s->next_n, s->max_len);
-    free(e);
-    attest_case_free(&c);
-    return bad;
-}
-
-static size_t mla_case_mismatches(const char *name, const tk_mla_spec *s)
-{
-    attest_case c;
-    tk_build_mla(&c, s);
-    attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
-    double *out_e, *lse_e;
-    tk_expect_mla(&c, &out_e, &lse_e);
-    assert_int_equal(tk_run(builtin(name), &args), 0);
-    size_t bad = tk_mla_mismatches(args.u.mla.out, args.u.mla.lse, out_e, lse_e,
-                                   (size_t)s->b * s->s_q * s->h_q);
-    free(out_e);
-    free(lse_e);
-    attest_case_free(&c);
-    return bad;
-}
-
 /* Indexer ------------------------------------------------------------------------------------- */
 
 static const int32_t basic_lens[] = {150, 65};
@@ -64,7 +25,7 @@ static const tk_indexer_spec basic_indexer = {2, 1, 4, 150, 6, 3, basic_lens, ba
 static void test_indexer_basic(void **state)
 {
     (void)state;
-    assert_int_equal(indexer_case_mismatches("cpu-indexer", &basic_indexer), 0);
+    assert_int_equal(tk_indexer_case_mismatches("cpu-indexer", &basic_indexer), 0);
 }
 
 /* MTP rows (t <= L - next_n + j), a length-0 request and a row ending on a block boundary; the
@@ -76,7 +37,7 @@ static void test_indexer_mtp_and_early_exit(void **state)
     static const int32_t table[] = {1 << 30, -5, 7777, 99, 4, -1, -1, -1, 2, 0, 5, 1 << 29};
     const tk_indexer_spec s = {3, 3, 2, 200, 6, 4, lens, table, 0, 12};
     assert_int_equal(tk_row_len(&s, 6), 128); /* request 2, slot 0: block 2 is past its end */
-    assert_int_equal(indexer_case_mismatches("cpu-indexer", &s), 0);
+    assert_int_equal(tk_indexer_case_mismatches("cpu-indexer", &s), 0);
 }
 
 /* fp8 NaN bytes in q give relu(NaN) = 0 per head, not a NaN logit (DeepGEMM's fmaxf). */
@@ -85,7 +46,7 @@ static void test_indexer_nan_q(void **state)
     (void)state;
     tk_indexer_spec s = basic_indexer;
     s.nan_q = 1;
-    assert_int_equal(indexer_case_mismatches("cpu-indexer", &s), 0);
+    assert_int_equal(tk_indexer_case_mismatches("cpu-indexer", &s), 0);
 }
 
 /* The same cases against attest's own references (an independent double implementation). */
@@ -103,7 +64,7 @@ static void test_indexer_vs_reference(void **state)
     assert_non_null(ref);
     double *outs[1] = {ref};
     assert_int_equal(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs), ATTEST_OK);
-    assert_int_equal(tk_run(builtin("cpu-indexer"), &args), 0);
+    assert_int_equal(tk_run(tk_builtin("cpu-indexer"), &args), 0);
     assert_int_equal(tk_indexer_mismatches(args.u.indexer.logits, ref, s.b * s.next_n, s.max_len),
                      0);
     free(ref);
@@ -138,7 +99,7 @@ static void test_mla_v4_tiles(void **state)
     int32_t idx[2 * 200];
     fill_indices(idx, 2, 200, 4 * 64, hole_v4, 21);
     tk_mla_spec s = {ATTEST_LAYOUT_MLA_V4, 2, 1, 3, {64, 0, 4, 200, idx, NULL}, {0}, NULL, 22};
-    assert_int_equal(mla_case_mismatches("cpu-mla-decode", &s), 0);
+    assert_int_equal(tk_mla_case_mismatches("cpu-mla-decode", &s), 0);
 }
 
 /* topk_length: slots past it hold real indices that must be ignored; length 0 is lonely. */
@@ -149,7 +110,7 @@ static void test_mla_topk_length(void **state)
     fill_indices(idx, 6, 130, 3 * 64, NULL, 31);
     static const int32_t len[] = {100, 0, 130};
     tk_mla_spec s = {ATTEST_LAYOUT_MLA_V4, 3, 2, 2, {64, 0, 3, 130, idx, len}, {0}, NULL, 32};
-    assert_int_equal(mla_case_mismatches("cpu-mla-decode", &s), 0);
+    assert_int_equal(tk_mla_case_mismatches("cpu-mla-decode", &s), 0);
 }
 
 /* Sinks +inf (out 0, lse finite and excluding it), -inf (no effect), finite; a lonely query with
@@ -162,13 +123,13 @@ static void test_mla_sink(void **state)
     for (int i = 96; i < 192; i++) idx[i] = -1; /* query 1 lonely */
     static const float sink[] = {INFINITY, -INFINITY, 0.75f, -2.5f};
     tk_mla_spec s = {ATTEST_LAYOUT_MLA_V4, 2, 1, 4, {64, 0, 2, 96, idx, NULL}, {0}, sink, 42};
-    assert_int_equal(mla_case_mismatches("cpu-mla-decode", &s), 0);
+    assert_int_equal(tk_mla_case_mismatches("cpu-mla-decode", &s), 0);
 
     attest_case c;
     tk_build_mla(&c, &s);
     attest_kernel_args args;
     assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
-    assert_int_equal(tk_run(builtin("cpu-mla-decode"), &args), 0);
+    assert_int_equal(tk_run(tk_builtin("cpu-mla-decode"), &args), 0);
     for (int d = 0; d < 512; d++) assert_int_equal(args.u.mla.out[d] & 0x7FFF, 0); /* +inf sink */
     assert_true(isfinite(args.u.mla.lse[0]));
     assert_true(isinf(args.u.mla.lse[4]) && args.u.mla.lse[4] > 0); /* lonely, sink +inf */
@@ -188,7 +149,7 @@ static void test_mla_v32_extra(void **state)
     static const int32_t extra_len[] = {70, 33};
     tk_mla_spec s = {ATTEST_LAYOUT_MLA_V32, 2, 2, 2, {16, 17 * 656, 5, 80, idx, NULL},
                      {32, 0, 3, 70, extra, extra_len}, NULL, 53};
-    assert_int_equal(mla_case_mismatches("cpu-mla-decode", &s), 0);
+    assert_int_equal(tk_mla_case_mismatches("cpu-mla-decode", &s), 0);
 }
 
 /* The v4 tile case against attest's own references. */
@@ -207,7 +168,7 @@ static void test_mla_vs_reference(void **state)
     assert_true(out && lse);
     double *outs[2] = {out, lse};
     assert_int_equal(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs), ATTEST_OK);
-    assert_int_equal(tk_run(builtin("cpu-mla-decode"), &args), 0);
+    assert_int_equal(tk_run(tk_builtin("cpu-mla-decode"), &args), 0);
     assert_int_equal(tk_mla_mismatches(args.u.mla.out, args.u.mla.lse, out, lse, 6), 0);
     free(out);
     free(lse);
@@ -238,7 +199,7 @@ static attest_status oracle_case(const char *group, attest_kernel kernel, void *
         double *e = malloc(n * sizeof(double));
         assert_non_null(e);
         assert_int_equal(attest_stored_tensor_to_f64(&logits, e), ATTEST_OK);
-        assert_int_equal(tk_run(builtin("cpu-indexer"), &args), 0);
+        assert_int_equal(tk_run(tk_builtin("cpu-indexer"), &args), 0);
         bad = tk_indexer_mismatches(args.u.indexer.logits, e, p->b * p->next_n, p->max_len);
         free(e);
         attest_stored_tensor_free(&logits);
@@ -253,7 +214,7 @@ static attest_status oracle_case(const char *group, attest_kernel kernel, void *
         assert_true(oe && le);
         assert_int_equal(attest_stored_tensor_to_f64(&out, oe), ATTEST_OK);
         assert_int_equal(attest_stored_tensor_to_f64(&lse, le), ATTEST_OK);
-        assert_int_equal(tk_run(builtin("cpu-mla-decode"), &args), 0);
+        assert_int_equal(tk_run(tk_builtin("cpu-mla-decode"), &args), 0);
         bad = tk_mla_mismatches(args.u.mla.out, args.u.mla.lse, oe, le, heads);
         free(oe);
         free(le);
@@ -320,10 +281,10 @@ static void test_registry_list(void **state)
         for (size_t j = 0; j < i; j++) assert_string_not_equal(list[i]->name, list[j]->name);
         mutants += strncmp(list[i]->name, "mutant-", 7) == 0;
     }
-    assert_int_equal(builtin("cpu-indexer")->kernel, ATTEST_KERNEL_INDEXER);
-    assert_int_equal(builtin("cpu-mla-decode")->kernel, ATTEST_KERNEL_MLA_DECODE);
-    assert_int_equal(builtin("cpu-indexer")->conventions.masking, ATTEST_MASK_NEG_INF);
-    assert_int_equal(builtin("cpu-mla-decode")->conventions.lse_convention,
+    assert_int_equal(tk_builtin("cpu-indexer")->kernel, ATTEST_KERNEL_INDEXER);
+    assert_int_equal(tk_builtin("cpu-mla-decode")->kernel, ATTEST_KERNEL_MLA_DECODE);
+    assert_int_equal(tk_builtin("cpu-indexer")->conventions.masking, ATTEST_MASK_NEG_INF);
+    assert_int_equal(tk_builtin("cpu-mla-decode")->conventions.lse_convention,
                      ATTEST_LSE_EXCLUDES_SINK);
 #ifdef ATTEST_WITH_MUTANTS
     assert_true(mutants >= 12);
@@ -340,7 +301,7 @@ static void test_registry_resolve(void **state)
     (void)state;
     const attest_candidate *c = NULL;
     assert_int_equal(attest_candidate_resolve("cpu-mla-decode", &c), ATTEST_OK);
-    assert_ptr_equal(c, builtin("cpu-mla-decode"));
+    assert_ptr_equal(c, tk_builtin("cpu-mla-decode"));
     assert_int_equal(attest_candidate_resolve("cpu-indexr", &c), ATTEST_ERR_NOT_FOUND);
     assert_null(c);
     assert_non_null(strstr(attest_last_error(), "cpu-indexr"));

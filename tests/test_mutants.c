@@ -18,55 +18,6 @@
 
 #ifdef ATTEST_WITH_MUTANTS
 
-static const attest_candidate *find(const char *name)
-{
-    const attest_candidate *c = attest_builtin_find(name);
-    if (!c) print_error("no built-in candidate '%s'\n", name);
-    assert_non_null(c);
-    return c;
-}
-
-static void poison_f32(float *p, size_t n)
-{
-    const uint32_t bits = ATTEST_POISON_F32;
-    for (size_t i = 0; i < n; i++) memcpy(&p[i], &bits, 4);
-}
-
-/* Mismatching logits of `name` on the case (outputs poisoned first, like the harness does). */
-static size_t indexer_bad(const char *name, const tk_indexer_spec *s)
-{
-    attest_case c;
-    tk_build_indexer(&c, s);
-    attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
-    const size_t n = (size_t)s->b * s->next_n * s->max_len;
-    poison_f32(args.u.indexer.logits, n);
-    double *e = tk_expect_indexer(&c, s);
-    assert_int_equal(tk_run(find(name), &args), 0);
-    size_t bad = tk_indexer_mismatches(args.u.indexer.logits, e, s->b * s->next_n, s->max_len);
-    free(e);
-    attest_case_free(&c);
-    return bad;
-}
-
-static size_t mla_bad(const char *name, const tk_mla_spec *s)
-{
-    attest_case c;
-    tk_build_mla(&c, s);
-    attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
-    const size_t heads = (size_t)s->b * s->s_q * s->h_q;
-    for (size_t i = 0; i < heads * 512; i++) args.u.mla.out[i] = ATTEST_POISON_BF16;
-    poison_f32(args.u.mla.lse, heads);
-    double *oe, *le;
-    tk_expect_mla(&c, &oe, &le);
-    assert_int_equal(tk_run(find(name), &args), 0);
-    size_t bad = tk_mla_mismatches(args.u.mla.out, args.u.mla.lse, oe, le, heads);
-    free(oe);
-    free(le);
-    attest_case_free(&c);
-    return bad;
-}
 
 /* Cases --------------------------------------------------------------------------------------- */
 
@@ -104,48 +55,48 @@ static tk_mla_spec v32_case(int64_t stride)
 static void test_parents_agree(void **state)
 {
     (void)state;
-    assert_int_equal(indexer_bad("cpu-indexer", &ix_basic), 0);
-    assert_int_equal(indexer_bad("cpu-indexer", &ix_empty), 0);
+    assert_int_equal(tk_indexer_case_mismatches("cpu-indexer", &ix_basic), 0);
+    assert_int_equal(tk_indexer_case_mismatches("cpu-indexer", &ix_empty), 0);
     tk_mla_spec s = v4_case(0, 0);
-    assert_int_equal(mla_bad("cpu-mla-decode", &s), 0);
+    assert_int_equal(tk_mla_case_mismatches("cpu-mla-decode", &s), 0);
     s = v4_case(0, 1);
-    assert_int_equal(mla_bad("cpu-mla-decode", &s), 0);
+    assert_int_equal(tk_mla_case_mismatches("cpu-mla-decode", &s), 0);
     s = v32_case(0);
-    assert_int_equal(mla_bad("cpu-mla-decode", &s), 0);
+    assert_int_equal(tk_mla_case_mismatches("cpu-mla-decode", &s), 0);
     s = v32_case(17 * 656);
-    assert_int_equal(mla_bad("cpu-mla-decode", &s), 0);
+    assert_int_equal(tk_mla_case_mismatches("cpu-mla-decode", &s), 0);
 }
 
 /* Reading position t+1's scale changes (or NaNs, at the length's end) the logits. */
 static void test_indexer_scale_off_by_one(void **state)
 {
     (void)state;
-    assert_true(indexer_bad("mutant-indexer-scale-off-by-one", &ix_basic) > 0);
+    assert_true(tk_indexer_case_mismatches("mutant-indexer-scale-off-by-one", &ix_basic) > 0);
 }
 
 /* 0.0 or an untouched (poisoned) element where -inf belongs. */
 static void test_indexer_mask_faults(void **state)
 {
     (void)state;
-    assert_true(indexer_bad("mutant-indexer-zero-past-length", &ix_basic) > 0);
-    assert_true(indexer_bad("mutant-indexer-unwritten-past-length", &ix_basic) > 0);
+    assert_true(tk_indexer_case_mismatches("mutant-indexer-zero-past-length", &ix_basic) > 0);
+    assert_true(tk_indexer_case_mismatches("mutant-indexer-unwritten-past-length", &ix_basic) > 0);
 }
 
 /* Treating the block as 132-byte records reads the wrong bytes. */
 static void test_indexer_record_stride(void **state)
 {
     (void)state;
-    assert_true(indexer_bad("mutant-indexer-132-byte-records", &ix_basic) > 0);
+    assert_true(tk_indexer_case_mismatches("mutant-indexer-132-byte-records", &ix_basic) > 0);
 }
 
 /* Ignoring the MTP rule shows only with next_n > 1. */
 static void test_indexer_no_causal(void **state)
 {
     (void)state;
-    assert_int_equal(indexer_bad("mutant-indexer-no-mtp-causal", &ix_basic), 0);
+    assert_int_equal(tk_indexer_case_mismatches("mutant-indexer-no-mtp-causal", &ix_basic), 0);
     tk_indexer_spec s = ix_basic;
     s.next_n = 2;
-    assert_true(indexer_bad("mutant-indexer-no-mtp-causal", &s) > 0);
+    assert_true(tk_indexer_case_mismatches("mutant-indexer-no-mtp-causal", &s) > 0);
 }
 
 /* The element just past the logits changes (the harness's canary would). */
@@ -159,9 +110,9 @@ static void test_indexer_write_past_end(void **state)
     const size_t n = 2 * 150;
     float *buf = malloc((n + 1) * sizeof(float));
     assert_non_null(buf);
-    poison_f32(buf, n + 1);
+    tk_poison_f32(buf, n + 1);
     args.u.indexer.logits = buf;
-    assert_int_equal(tk_run(find("mutant-indexer-write-past-end"), &args), 0);
+    assert_int_equal(tk_run(tk_builtin("mutant-indexer-write-past-end"), &args), 0);
     uint32_t bits;
     memcpy(&bits, &buf[n], 4);
     assert_int_not_equal(bits, ATTEST_POISON_F32);
@@ -174,7 +125,7 @@ static int run_in_child(const char *name, attest_case *c, unsigned seconds)
 {
     attest_kernel_args args;
     assert_int_equal(attest_case_args(c, &args), ATTEST_OK);
-    const attest_candidate *cand = find(name);
+    const attest_candidate *cand = tk_builtin(name);
     fflush(NULL);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -212,7 +163,7 @@ static void test_indexer_crash_and_hang(void **state)
     assert_true(finished(run_in_child("mutant-indexer-crash", &c, 30)));
     assert_true(finished(run_in_child("mutant-indexer-hang", &c, 30)));
     attest_case_free(&c);
-    assert_int_equal(indexer_bad("mutant-indexer-crash", &ix_basic), 0);
+    assert_int_equal(tk_indexer_case_mismatches("mutant-indexer-crash", &ix_basic), 0);
 }
 
 /* MLA mutants --------------------------------------------------------------------------------- */
@@ -222,9 +173,9 @@ static void test_mla_scale_off_by_one(void **state)
 {
     (void)state;
     tk_mla_spec s = v4_case(0, 0);
-    assert_true(mla_bad("mutant-mla-scale-off-by-one", &s) > 0);
+    assert_true(tk_mla_case_mismatches("mutant-mla-scale-off-by-one", &s) > 0);
     s = v32_case(0);
-    assert_true(mla_bad("mutant-mla-scale-off-by-one", &s) > 0);
+    assert_true(tk_mla_case_mismatches("mutant-mla-scale-off-by-one", &s) > 0);
 }
 
 /* P*584 instead of the rounded 37440-byte stride on v4; on v32 only a padded stride exposes it. */
@@ -232,11 +183,11 @@ static void test_mla_payload_stride(void **state)
 {
     (void)state;
     tk_mla_spec s = v4_case(0, 0);
-    assert_true(mla_bad("mutant-mla-payload-stride", &s) > 0);
+    assert_true(tk_mla_case_mismatches("mutant-mla-payload-stride", &s) > 0);
     s = v32_case(0);
-    assert_int_equal(mla_bad("mutant-mla-payload-stride", &s), 0);
+    assert_int_equal(tk_mla_case_mismatches("mutant-mla-payload-stride", &s), 0);
     s = v32_case(17 * 656);
-    assert_true(mla_bad("mutant-mla-payload-stride", &s) > 0);
+    assert_true(tk_mla_case_mismatches("mutant-mla-payload-stride", &s) > 0);
 }
 
 /* An all-invalid tile in the middle of the split turns the merge into NaN; without one, no harm. */
@@ -244,9 +195,9 @@ static void test_mla_no_merge_guard(void **state)
 {
     (void)state;
     tk_mla_spec s = v4_case(0, 0);
-    assert_true(mla_bad("mutant-mla-no-merge-guard", &s) > 0);
+    assert_true(tk_mla_case_mismatches("mutant-mla-no-merge-guard", &s) > 0);
     s = v4_case(1, 0);
-    assert_int_equal(mla_bad("mutant-mla-no-merge-guard", &s), 0);
+    assert_int_equal(tk_mla_case_mismatches("mutant-mla-no-merge-guard", &s), 0);
 }
 
 /* -1 read as slot 0, which holds NaN poison: 0 * NaN reaches the output. */
@@ -254,9 +205,9 @@ static void test_mla_reads_nan_slot(void **state)
 {
     (void)state;
     tk_mla_spec s = v4_case(0, 0);
-    assert_true(mla_bad("mutant-mla-reads-nan-slot", &s) > 0);
+    assert_true(tk_mla_case_mismatches("mutant-mla-reads-nan-slot", &s) > 0);
     s = v4_case(1, 0);
-    assert_int_equal(mla_bad("mutant-mla-reads-nan-slot", &s), 0);
+    assert_int_equal(tk_mla_case_mismatches("mutant-mla-reads-nan-slot", &s), 0);
 }
 
 /* Slots past topk_length hold real indices; using them changes the result. */
@@ -266,8 +217,8 @@ static void test_mla_ignores_topk_length(void **state)
     static const int32_t len[] = {77, 3};
     tk_mla_spec s = v4_case(0, 0);
     s.main.topk_length = len;
-    assert_true(mla_bad("mutant-mla-ignores-topk-length", &s) > 0);
-    assert_int_equal(mla_bad("cpu-mla-decode", &s), 0);
+    assert_true(tk_mla_case_mismatches("mutant-mla-ignores-topk-length", &s) > 0);
+    assert_int_equal(tk_mla_case_mismatches("cpu-mla-decode", &s), 0);
 }
 
 static void test_mla_write_past_end(void **state)
@@ -283,7 +234,7 @@ static void test_mla_write_past_end(void **state)
     assert_non_null(buf);
     for (size_t i = 0; i <= n; i++) buf[i] = ATTEST_POISON_BF16;
     args.u.mla.out = buf;
-    assert_int_equal(tk_run(find("mutant-mla-write-past-end"), &args), 0);
+    assert_int_equal(tk_run(tk_builtin("mutant-mla-write-past-end"), &args), 0);
     assert_int_not_equal(buf[n], ATTEST_POISON_BF16);
     free(buf);
     attest_case_free(&c);
