@@ -77,4 +77,9 @@ attest_status check_compare_stored(const attest_case *c, const check_expected *e
                                    uint32_t *failed_gates, char *notes, size_t notes_cap)
     ATTEST_MUST_CHECK;
 
+/* The verdict of a case judged against stored outputs: what the runner found about the run
+ * itself (ref: its record against the reference: crash, out-of-bounds write, nondeterminism,
+ * an error return) stands; a mismatch with the reference does not, the stored gates decide. */
+attest_verdict check_stored_verdict(const attest_case_record *ref, uint32_t stored_gates);
+
 #endif

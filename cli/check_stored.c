@@ -194,3 +194,14 @@ attest_status check_compare_stored(const attest_case *c, const check_expected *e
     }
     return ATTEST_OK;
 }
+
+/* The verdict a row judged against stored outputs gets: what the runner found about the run
+ * itself (crash, out-of-bounds write, nondeterminism, an error return) stands; a mismatch with
+ * the reference does not, the stored gates decide instead. */
+attest_verdict check_stored_verdict(const attest_case_record *ref, uint32_t stored_gates)
+{
+    if (ref->verdict != ATTEST_VERDICT_OK && ref->verdict != ATTEST_VERDICT_MISMATCH)
+        return ref->verdict;
+    if (ref->integrity_flags & ATTEST_INTEGRITY_CANDIDATE_ERROR) return ATTEST_VERDICT_MISMATCH;
+    return stored_gates ? ATTEST_VERDICT_MISMATCH : ATTEST_VERDICT_OK;
+}

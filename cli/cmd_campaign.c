@@ -1,6 +1,6 @@
 /* attest campaign: the main job on an embedded default, needing no GPU: the built-in CPU
  * candidates against the references on generated cases of both kernel families, one results
- * file, and the summary. */
+ * file, and the summary. --candidate points the same job at the user's own kernels. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,20 +9,32 @@
 #include "attest/registry.h"
 #include "commands.h"
 #include "engine.h"
+#include "gen_options.h"
 
 #define DEFAULT_CASES_PER_KERNEL 1500
 #define DEFAULT_OUT "attest-campaign.h5"
 
+#define MAX_JOBS 16
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: attest campaign [--cases N] [--seed S] [--out FILE] [--quiet]\n"
+            "usage: attest campaign [--candidate SPEC]... [--kernel K] [--cases N] [--seed S]\n"
+            "                       [--out FILE] [--quiet] [generator bounds]\n"
             "\n"
-            "Runs the embedded default campaign: cpu-indexer on N indexer cases and\n"
-            "cpu-mla-decode on N mla-decode cases (default N = %d each), isolated, 2 runs per\n"
+            "Runs the main job: by default the embedded campaign, cpu-indexer on N indexer cases\n"
+            "and cpu-mla-decode on N mla-decode cases (default N = %d each), isolated, 2 runs per\n"
             "case, under the embedded policy; writes every result to FILE (default %s)\n"
-            "and prints the summary. Exit status: 0 all passed, 1 a case failed, 2 error.\n",
-            DEFAULT_CASES_PER_KERNEL, DEFAULT_OUT);
+            "and prints the summary. Exit status: 0 all passed, 1 a case failed, 2 error.\n"
+            "\n"
+            "  --candidate SPEC  run this candidate (built-in name or path/lib.so:NAME) instead of\n"
+            "                    the built-in ones; repeat for several (at most %d)\n"
+            "  --kernel K        only the jobs of kernel K (indexer or mla-decode)\n"
+            "  --cases N         cases per candidate\n"
+            "  --seed S          campaign seed (default 1)\n"
+            "generator bounds (applied to every job; --layout to mla-decode jobs only):\n"
+            ATTEST_CLI_GEN_USAGE,
+            DEFAULT_CASES_PER_KERNEL, DEFAULT_OUT, MAX_JOBS);
 }
 
 int attest_cmd_campaign(int argc, char **argv)
@@ -30,21 +42,39 @@ int attest_cmd_campaign(int argc, char **argv)
     static const struct option options[] = {
         {"help", no_argument, NULL, 'h'}, {"cases", required_argument, NULL, 'n'},
         {"seed", required_argument, NULL, 's'}, {"out", required_argument, NULL, 'o'},
-        {"quiet", no_argument, NULL, 'q'}, {NULL, 0, NULL, 0},
+        {"quiet", no_argument, NULL, 'q'}, {"candidate", required_argument, NULL, 'c'},
+        {"kernel", required_argument, NULL, 'k'}, ATTEST_CLI_GEN_LONG_OPTIONS,
+        {NULL, 0, NULL, 0},
     };
     char command_line[2048]; /* taken before getopt_long permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     uint64_t cases = DEFAULT_CASES_PER_KERNEL, seed = 1;
-    const char *out = DEFAULT_OUT;
+    const char *out = DEFAULT_OUT, *kernel_name = NULL;
+    const char *specs[MAX_JOBS];
+    size_t num_specs = 0;
+    attest_cli_gen_bounds bounds;
+    memset(&bounds, 0, sizeof bounds);
     int quiet = 0;
     optind = 1;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        if (attest_cli_gen_is_option(ch)) {
+            const int rc = attest_cli_gen_option("campaign", ch, optarg, &bounds);
+            if (rc >= 0) return rc;
+            continue;
+        }
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case 'o': out = optarg; break;
         case 'q': quiet = 1; break;
+        case 'k': kernel_name = optarg; break;
+        case 'c':
+            if (num_specs == MAX_JOBS)
+                return attest_cli_usage_error("campaign", "at most %d --candidate options",
+                                              MAX_JOBS);
+            specs[num_specs++] = optarg;
+            break;
         case 'n':
             if (attest_cli_parse_u64(optarg, &cases) || cases == 0)
                 return attest_cli_bad_value("campaign", "cases", optarg);
@@ -58,27 +88,47 @@ int attest_cmd_campaign(int argc, char **argv)
     }
     if (optind != argc)
         return attest_cli_usage_error("campaign", "unexpected argument '%s'", argv[optind]);
+    attest_kernel only = ATTEST_KERNEL_INDEXER;
+    if (kernel_name && attest_kernel_from_name(kernel_name, &only) != ATTEST_OK)
+        return attest_cli_usage_error("campaign", "%s", attest_last_error());
 
-    static const char *const names[] = {"cpu-indexer", "cpu-mla-decode"};
-    attest_job jobs[2];
+    static const char *const builtin[] = {"cpu-indexer", "cpu-mla-decode"};
+    if (num_specs == 0)
+        for (int j = 0; j < 2; j++) specs[num_specs++] = builtin[j];
+    attest_job jobs[MAX_JOBS];
+    size_t num_jobs = 0;
     memset(jobs, 0, sizeof jobs);
-    for (int j = 0; j < 2; j++) {
-        if (attest_candidate_resolve(names[j], &jobs[j].candidate) != ATTEST_OK)
+    for (size_t j = 0; j < num_specs; j++) {
+        attest_job *job = &jobs[num_jobs];
+        if (attest_candidate_resolve(specs[j], &job->candidate) != ATTEST_OK)
             return attest_cli_usage_error("campaign", "%s", attest_last_error());
-        jobs[j].candidate_spec = names[j];
-        jobs[j].gen = attest_gen_defaults(jobs[j].candidate->kernel);
-        jobs[j].cases = cases;
-        jobs[j].seed = seed;
+        if (kernel_name && job->candidate->kernel != only) {
+            if (specs[j] == builtin[0] || specs[j] == builtin[1]) continue;
+            return attest_cli_usage_error("campaign", "candidate '%s' is a %s kernel, not %s",
+                                          job->candidate->name,
+                                          attest_kernel_name(job->candidate->kernel), kernel_name);
+        }
+        job->candidate_spec = specs[j];
+        job->gen = attest_gen_defaults(job->candidate->kernel);
+        attest_cli_gen_bounds b = bounds;
+        if (job->gen.kernel != ATTEST_KERNEL_MLA_DECODE) b.layout = NULL;
+        const int rc = attest_cli_gen_apply("campaign", &b, &job->gen);
+        if (rc >= 0) return rc;
+        job->cases = cases;
+        job->seed = seed;
+        num_jobs++;
     }
     attest_engine_options opt = attest_engine_defaults();
     opt.out_path = out;
     opt.progress = !quiet && attest_cli_interactive();
     opt.command_line = command_line;
-    printf("attest campaign: %s and %s, %" PRIu64 " cases each, seed %" PRIu64 ", results in %s\n",
-           names[0], names[1], cases, seed, out);
+    printf("attest campaign: ");
+    for (size_t j = 0; j < num_jobs; j++)
+        printf("%s%s", j == 0 ? "" : j + 1 == num_jobs ? " and " : ", ", jobs[j].candidate->name);
+    printf(", %" PRIu64 " cases each, seed %" PRIu64 ", results in %s\n", cases, seed, out);
     fflush(stdout);
     attest_engine_totals totals;
-    if (attest_engine_run(jobs, 2, &opt, stdout, &totals) != ATTEST_OK)
+    if (attest_engine_run(jobs, num_jobs, &opt, stdout, &totals) != ATTEST_OK)
         return attest_cli_usage_error("campaign", "%s", attest_last_error());
     attest_report_summary(stdout, &totals.summary, out, totals.seconds);
     return totals.failures || totals.interrupted ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;

@@ -162,25 +162,20 @@ static void case_label(const char *path, const char *group, char *buf, size_t ca
         if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
 }
 
-static void replay_line(const char *path, const char *group, const char *spec, char *buf,
-                        size_t cap)
+/* The command that replays a failing case; vs_stored: the failure is against the stored
+ * outputs, so the replay judges against them too. */
+static void replay_line(const char *path, const char *group, const char *spec, int vs_stored,
+                        char *buf, size_t cap)
 {
-    char *args[7] = {"attest", "replay", (char *)path, "--group", (char *)group, NULL, NULL};
+    char *args[9] = {"attest", "replay", (char *)path, "--group", (char *)group, NULL};
     int n = strcmp(group, "/") ? 5 : 3; /* a root case needs no --group */
     args[n++] = "--candidate";
     args[n++] = (char *)spec;
+    if (vs_stored) {
+        args[n++] = "--against";
+        args[n++] = "stored";
+    }
     attest_engine_command_line(n, args, buf, cap);
-}
-
-/* The verdict a row judged against stored outputs gets: what the runner found about the run
- * itself (crash, out-of-bounds write, nondeterminism, an error return) stands; a mismatch with
- * the reference does not, the stored gates decide instead. */
-static attest_verdict stored_verdict(const attest_case_record *ref, uint32_t stored_gates)
-{
-    if (ref->verdict != ATTEST_VERDICT_OK && ref->verdict != ATTEST_VERDICT_MISMATCH)
-        return ref->verdict;
-    if (ref->integrity_flags & ATTEST_INTEGRITY_CANDIDATE_ERROR) return ATTEST_VERDICT_MISMATCH;
-    return stored_gates ? ATTEST_VERDICT_MISMATCH : ATTEST_VERDICT_OK;
 }
 
 /* "logits: element+cosine failed, worst at [0,5] expected 3 cand 2.5" for each failing output. */
@@ -270,7 +265,7 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
                 stored.vacuous = 0;
                 for (int32_t j = 0; j < e->count; j++)
                     if (stored.outputs[j].vacuous) stored.vacuous = 1;
-                stored.verdict = stored_verdict(&ref, gates);
+                stored.verdict = check_stored_verdict(&ref, gates);
                 if (ref.verdict == ATTEST_VERDICT_OK || ref.verdict == ATTEST_VERDICT_MISMATCH)
                     stored_message(&stored, notes, stored.message, sizeof stored.message);
                 r->stored_compared++;
@@ -320,7 +315,12 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
                 (i == 0 || strcmp(rows[i]->message, rows[0]->message)))
                 printf("    %s\n", rows[i]->message);
         char replay[4096];
-        replay_line(path, group, r->a->specs[ci], replay, sizeof replay);
+        int first_failing = 0;
+        while (first_failing < nrows && !attest_verdict_is_failure(rows[first_failing]->verdict))
+            first_failing++;
+        replay_line(path, group, r->a->specs[ci],
+                    first_failing < nrows && rows[first_failing] == &stored, replay,
+                    sizeof replay);
         printf("    replay: %s\n", replay);
     } else if (have_stored && notes[0]) {
         printf("    note: %s\n", notes);

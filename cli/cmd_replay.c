@@ -6,10 +6,12 @@
 #include <string.h>
 
 #include "attest/casefile.h"
+#include "attest/generator.h"
 #include "attest/registry.h"
 #include "attest/report.h"
 #include "attest/results.h"
 #include "commands.h"
+#include "check.h"
 #include "engine.h"
 
 static void usage(FILE *f)
@@ -17,13 +19,18 @@ static void usage(FILE *f)
     fputs("usage: attest replay FILE.h5 --candidate SPEC [--case ID | --group G] [options]\n"
           "\n"
           "FILE is a case file (docs/case-format.md) or a results file; for a results file,\n"
-          "--case names the failing case whose stored repro to run (attest show prints them).\n"
+          "--case names the case to run: its stored repro, or (when none was kept) the case\n"
+          "regenerated from its seed and the generator bounds the file records.\n"
           "Exit status: 0 the case passed, 1 it failed, 2 usage or input error.\n"
           "\n"
           "  --candidate SPEC  built-in name or path/lib.so:NAME (default for a results file:\n"
-          "                    the candidate recorded for that case)\n"
+          "                    the candidate recorded for that case; a plugin's bare NAME\n"
+          "                    finds the library the run recorded)\n"
           "  --case ID         case id in a results file\n"
           "  --group G         case group in a multi-case file (default: the root or the only one)\n"
+          "  --against reference|stored\n"
+          "                    judge against the CPU reference (default) or against the expected\n"
+          "                    outputs the case file stores (as attest check --against stored)\n"
           "  --policy FILE     tolerance policy (default: embedded)\n"
           "  --reruns N        runs, compared bitwise (default 2)\n"
           "  --timeout SEC     per-run time limit (default 10)\n"
@@ -33,6 +40,7 @@ static void usage(FILE *f)
 
 typedef struct replay_args {
     const char *file, *candidate, *group, *policy;
+    int against_stored;
     uint64_t case_id;
     int has_case;
     int32_t reruns;
@@ -51,6 +59,7 @@ static int parse(int argc, char **argv, replay_args *a)
         {"reruns", required_argument, NULL, 'r'},
         {"timeout", required_argument, NULL, 't'},
         {"no-isolate", no_argument, NULL, 'n'},
+        {"against", required_argument, NULL, 'a'},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -66,6 +75,10 @@ static int parse(int argc, char **argv, replay_args *a)
         case 'g': a->group = optarg; break;
         case 'p': a->policy = optarg; break;
         case 'n': a->no_isolate = 1; break;
+        case 'a':
+            if (!strcmp(optarg, "stored")) a->against_stored = 1;
+            else if (strcmp(optarg, "reference")) return attest_cli_bad_value("replay", "against", optarg);
+            break;
         case 'i':
             if (attest_cli_parse_u64(optarg, &a->case_id))
                 return attest_cli_bad_value("replay", "case", optarg);
@@ -100,44 +113,140 @@ static attest_status only_group(const char *group, attest_kernel kernel, void *u
     return ATTEST_OK;
 }
 
-/* Loads the case to replay; *stored (may stay zeroed) receives the record of a results file. */
+/* The kernel family named at the head of a canonical parameter string ("kernel=indexer,..."). */
+static int kernel_of_params(const char *params, attest_kernel *k)
+{
+    char name[32];
+    if (strncmp(params, "kernel=", 7) != 0) return -1;
+    size_t n = strcspn(params + 7, ",");
+    if (n >= sizeof name) return -1;
+    memcpy(name, params + 7, n);
+    name[n] = '\0';
+    return attest_kernel_from_name(name, k) == ATTEST_OK ? 0 : -1;
+}
+
+/* A case of a results file that kept no repro: drawn again from its seed with the bounds its
+ * job recorded, and checked against the row's parameter string so a different draw (another
+ * attest version, edited provenance) is an error, not a silent replay of some other case. */
+static attest_status regenerate(const replay_args *a, const attest_case_record *stored,
+                                const attest_gen_options *gen, attest_case *c)
+{
+    ATTEST_FORWARD(attest_generate_case(gen, stored->seed, c));
+    char params[ATTEST_PARAM_STRING_MAX];
+    attest_status st = attest_case_param_string(c, params, sizeof params);
+    if (st == ATTEST_OK && strncmp(params, stored->params, sizeof stored->params) != 0)
+        st = attest_fail(ATTEST_ERR_FORMAT,
+                         "case %" PRIu64 " of %s regenerates as '%s', not as recorded ('%.*s')",
+                         a->case_id, a->file, params, (int)sizeof stored->params, stored->params);
+    if (st != ATTEST_OK) attest_case_free(c);
+    return st;
+}
+
+/* Loads the case to replay; *stored (may stay zeroed) receives the record of a results file,
+ * job_spec the spec its job recorded ("" when none). */
 static int load_case(const replay_args *a, attest_case *c, attest_case_record *stored,
-                     int *from_results)
+                     int *from_results, char *job_spec, size_t job_spec_cap,
+                     char group[256], int *regenerated)
 {
     attest_results_reader *r = NULL;
     *from_results = 0;
+    job_spec[0] = '\0';
     if (attest_results_open_read(a->file, &r) == ATTEST_OK) {
         *from_results = 1;
-        int has_repro = 0;
+        int has_repro = 0, have_job = 0;
+        attest_gen_options gen;
+        attest_kernel kernel = ATTEST_KERNEL_INDEXER;
         attest_status st = ATTEST_OK;
-        if (!a->has_case)
+        if (a->against_stored)
+            st = attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                             "--against stored applies to case files; %s is a results file",
+                             a->file);
+        if (st == ATTEST_OK && !a->has_case)
             st = attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
                              "%s is a results file: name the case with --case ID", a->file);
         if (st == ATTEST_OK) st = attest_results_find_case(r, a->case_id, stored, &has_repro);
-        if (st == ATTEST_OK && !has_repro)
+        if (st == ATTEST_OK && kernel_of_params(stored->params, &kernel) == 0) {
+            have_job = attest_engine_find_job(attest_results_provenance_of(r)->jobs,
+                                              stored->candidate, kernel, job_spec, job_spec_cap,
+                                              &gen);
+            if (have_job < 0) {
+                attest_results_close_read(r);
+                return ATTEST_EXIT_USAGE;
+            }
+        }
+        if (st == ATTEST_OK && has_repro) st = attest_results_load_repro(r, a->case_id, c);
+        else if (st == ATTEST_OK && have_job) {
+            st = regenerate(a, stored, &gen, c);
+            *regenerated = 1;
+        }
+        else if (st == ATTEST_OK)
             st = attest_fail(ATTEST_ERR_NOT_FOUND,
-                             "case %" PRIu64 " of %s has no stored repro (only failing cases "
-                             "keep one); regenerate it with attest run --case-seed 0x%016" PRIx64,
+                             "case %" PRIu64 " of %s has no stored repro and the file records no "
+                             "generator bounds to draw it again from its seed 0x%016" PRIx64,
                              a->case_id, a->file, stored->seed);
-        if (st == ATTEST_OK) st = attest_results_load_repro(r, a->case_id, c);
         attest_results_close_read(r);
         return st == ATTEST_OK ? -1 : attest_cli_usage_error("replay", "%s", attest_last_error());
     }
     if (a->has_case)
         return attest_cli_usage_error("replay", "--case applies to results files; %s is not one",
                                       a->file);
-    char group[256] = "";
+    group[0] = '\0';
     /* User files first go through a child process: corrupt HDF5 metadata can crash libhdf5. */
     if (attest_casefile_probe(a->file, a->group) != ATTEST_OK)
         return attest_cli_usage_error("replay", "%s", attest_last_error());
     if (a->group) {
-        snprintf(group, sizeof group, "%s", a->group);
+        snprintf(group, 256, "%s", a->group);
     } else if (attest_casefile_list_groups(a->file, only_group, group) != ATTEST_OK) {
         return attest_cli_usage_error("replay", "%s", attest_last_error());
     }
     if (attest_casefile_load(a->file, group, c) != ATTEST_OK)
         return attest_cli_usage_error("replay", "%s", attest_last_error());
     return -1;
+}
+
+/* Replaces the verdict and metrics of rec (judged against the reference) with those against
+ * the expected outputs the case file stores, as attest check --against stored judges them. */
+static attest_status judge_stored(const replay_args *a, const char *group, const attest_case *c,
+                                  const attest_candidate *cand, const attest_policy *policy,
+                                  const attest_case_outputs *kept, attest_case_record *rec,
+                                  char *notes, size_t notes_cap)
+{
+    check_expected e;
+    memset(&e, 0, sizeof e);
+    ATTEST_FORWARD(check_expected_load(a->file, group, c, &e));
+    attest_status st = ATTEST_OK;
+    if (e.count == 0)
+        st = attest_fail(ATTEST_ERR_NOT_FOUND, "%s stores no expected outputs to judge against",
+                         a->file);
+    for (int32_t j = 0; j < e.count && st == ATTEST_OK; j++)
+        if (e.output_index[j] >= kept->num_outputs || !kept->candidate[e.output_index[j]])
+            st = attest_fail(ATTEST_ERR_NOT_FOUND,
+                             "the candidate's outputs were not kept (verdict %s): nothing to "
+                             "compare with the stored ones",
+                             attest_verdict_name(rec->verdict));
+    attest_tensor_metrics metrics[ATTEST_RECORD_MAX_OUTPUTS];
+    uint32_t gates = 0;
+    memset(metrics, 0, sizeof metrics);
+    if (st == ATTEST_OK)
+        st = check_compare_stored(c, &e, kept->candidate, &cand->conventions, policy, metrics,
+                                  &gates, notes, notes_cap);
+    if (st == ATTEST_OK) {
+        const attest_verdict v = check_stored_verdict(rec, gates);
+        /* The runner's message describes the comparison with the reference; a crash or an
+         * error return stays, since it decides the verdict. */
+        if (rec->verdict == ATTEST_VERDICT_OK || rec->verdict == ATTEST_VERDICT_MISMATCH)
+            snprintf(rec->message, sizeof rec->message, "%s",
+                     gates ? "differs from the stored expected outputs" : "");
+        memcpy(rec->outputs, metrics, sizeof metrics);
+        rec->num_outputs = e.count;
+        rec->failed_gates = gates;
+        rec->vacuous = 0;
+        for (int32_t j = 0; j < e.count; j++)
+            if (metrics[j].vacuous) rec->vacuous = 1;
+        rec->verdict = v;
+    }
+    check_expected_free(&e);
+    return st;
 }
 
 int attest_cmd_replay(int argc, char **argv)
@@ -150,9 +259,20 @@ int attest_cmd_replay(int argc, char **argv)
     memset(&c, 0, sizeof c);
     memset(&stored, 0, sizeof stored);
     int from_results = 0;
-    if ((rc = load_case(&a, &c, &stored, &from_results)) >= 0) return rc;
+    char job_spec[4096 + 256], group[256];
+    int regenerated = 0;
+    if ((rc = load_case(&a, &c, &stored, &from_results, job_spec, sizeof job_spec, group,
+                        &regenerated)) >= 0)
+        return rc;
 
-    const char *spec = a.candidate ? a.candidate : (from_results ? stored.candidate : NULL);
+    /* The candidate: as given; a bare name that is no built-in but the name of the plugin this
+     * case ran with means that plugin (the results file recorded its library). */
+    const char *spec = a.candidate;
+    const attest_candidate *probe = NULL;
+    if (job_spec[0] && (spec == NULL || (!strchr(spec, ':') && !strcmp(spec, stored.candidate) &&
+                                         attest_candidate_resolve(spec, &probe) != ATTEST_OK)))
+        spec = job_spec;
+    if (spec == NULL && from_results) spec = stored.candidate;
     const attest_candidate *cand = NULL;
     attest_policy *policy = NULL;
     attest_runner *runner = NULL;
@@ -179,6 +299,9 @@ int attest_cmd_replay(int argc, char **argv)
         st = attest_runner_create(cand, &opt, &runner);
     }
     if (st == ATTEST_OK) st = attest_runner_judge(runner, &c, &rec, &kept);
+    char notes[400] = "";
+    if (st == ATTEST_OK && a.against_stored)
+        st = judge_stored(&a, group, &c, cand, policy, &kept, &rec, notes, sizeof notes);
     if (st != ATTEST_OK) {
         rc = attest_cli_usage_error("replay", "%s", attest_last_error());
     } else {
@@ -192,10 +315,17 @@ int attest_cmd_replay(int argc, char **argv)
         if (from_results) snprintf(which, sizeof which, " case %" PRIu64, a.case_id);
         printf("replay of %s%s with %s (policy %s, hash %s)\n", a.file, which, cand->name,
                attest_policy_name(policy), attest_policy_hash(policy));
+        if (regenerated)
+            printf("(no repro was kept for this case: drawn again from seed 0x%016" PRIx64
+                   " with the bounds the file records)\n",
+                   stored.seed);
         if (from_results)
             printf("stored verdict: %s   replayed verdict: %s%s\n",
                    attest_verdict_name(stored.verdict), attest_verdict_name(rec.verdict),
                    stored.verdict == rec.verdict ? " (reproduced)" : " (DIFFERENT)");
+        if (a.against_stored)
+            printf("judged against the expected outputs stored in %s%s%s\n", a.file,
+                   notes[0] ? ": " : "", notes);
         attest_report_case_detail(stdout, &rec, &c, have_tol ? tol : NULL);
         rc = attest_verdict_is_failure(rec.verdict) ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
     }

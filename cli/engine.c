@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,9 @@
 
 #include "attest/reference.h"
 #include "attest/report.h"
+#include "attest/registry.h"
 #include "attest/results.h"
+#include "gen_options.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -65,6 +68,71 @@ void attest_engine_command_line(int argc, char **argv, char *buf, size_t cap)
     if (len >= cap) buf[cap - 1] = '\0';
 }
 
+void attest_engine_absolute_spec(const char *spec, char *buf, size_t cap)
+{
+    /* A plugin "path:NAME" is split at the last ':' as the loader splits it; a built-in name
+     * holds no ':'. A path that does not resolve stays as written (the replay then says why). */
+    const char *colon = strrchr(spec, ':');
+    char path[4096], real[PATH_MAX];
+    if (colon && (size_t)(colon - spec) < sizeof path && colon != spec) {
+        memcpy(path, spec, (size_t)(colon - spec));
+        path[colon - spec] = '\0';
+        if (realpath(path, real)) {
+            snprintf(buf, cap, "%s%s", real, colon);
+            return;
+        }
+    }
+    snprintf(buf, cap, "%s", spec);
+}
+
+int attest_engine_job_line(const attest_job *job, char *buf, size_t cap)
+{
+    char flags[512], spec[4096 + 256];
+    if (attest_cli_gen_flags_of(&job->gen, 1, flags, sizeof flags)) return -1;
+    attest_engine_absolute_spec(job->candidate_spec, spec, sizeof spec);
+    const int n = snprintf(buf, cap, "--kernel %s%s --candidate %s",
+                           attest_kernel_name(job->gen.kernel), flags, spec);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+/* Copies line `line` (up to '\n' or the end) into buf; returns the start of the next line. */
+static const char *next_line(const char *line, char *buf, size_t cap)
+{
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    if (len >= cap) len = cap - 1;
+    memcpy(buf, line, len);
+    buf[len] = '\0';
+    return end ? end + 1 : line + strlen(line);
+}
+
+int attest_engine_find_job(const char *jobs, const char *candidate, attest_kernel kernel,
+                           char *spec, size_t spec_cap, attest_gen_options *gen)
+{
+    char line[sizeof ((attest_results_provenance *)0)->jobs];
+    for (const char *p = jobs ? jobs : ""; *p;) {
+        p = next_line(p, line, sizeof line);
+        char *cand = strstr(line, " --candidate ");
+        if (strncmp(line, "--kernel ", 9) != 0 || cand == NULL) continue;
+        *cand = '\0';
+        cand += strlen(" --candidate ");
+        /* The kernel name ends at the first space (or the end, with no bounds). */
+        char *rest = line + 9, *sp = strchr(rest, ' ');
+        if (sp) *sp++ = '\0';
+        attest_kernel k;
+        if (attest_kernel_from_name(rest, &k) != ATTEST_OK || k != kernel) continue;
+        const char *colon = strrchr(cand, ':');
+        const char *name = colon ? colon + 1 : cand;
+        if (candidate && *candidate && strcmp(name, candidate) && strcmp(cand, candidate))
+            continue;
+        *gen = attest_gen_defaults(kernel);
+        if (attest_cli_gen_parse_flags("replay", sp ? sp : "", gen) >= 0) return -1;
+        snprintf(spec, spec_cap, "%s", cand);
+        return 1;
+    }
+    return 0;
+}
+
 static void fill_provenance(attest_results_provenance *prov, const attest_job *jobs,
                             size_t num_jobs, const attest_engine_options *opt)
 {
@@ -77,6 +145,14 @@ static void fill_provenance(attest_results_provenance *prov, const attest_job *j
                          j ? "," : "", jobs[j].candidate->name);
         if (n > 0 && (size_t)n < sizeof prov->candidate - len) len += (size_t)n;
         prov->cases_planned += jobs[j].use_case_seed ? 1 : jobs[j].cases;
+        const size_t used = strlen(prov->jobs);
+        if (used + 1 < sizeof prov->jobs &&
+            attest_engine_job_line(&jobs[j], prov->jobs + used + (used ? 1 : 0),
+                                   sizeof prov->jobs - used - (used ? 1 : 0)) == 0) {
+            if (used) prov->jobs[used] = '\n';
+        } else {
+            prov->jobs[used] = '\0'; /* too many jobs to record: their cases replay from repros */
+        }
     }
     snprintf(prov->kernel, sizeof prov->kernel, "%s", kernel ? kernel : "");
     snprintf(prov->policy_name, sizeof prov->policy_name, "%s",
@@ -110,9 +186,15 @@ static void print_failure(engine_run *er, const attest_job *job, const attest_ca
         attest_results_replay_command(er->opt->out_path, rec->case_id, job->candidate_spec, replay,
                                       sizeof replay);
     } else {
-        snprintf(replay, sizeof replay,
-                 "attest run --kernel %s --candidate %s --case-seed 0x%016" PRIx64,
-                 attest_kernel_name(job->candidate->kernel), job->candidate_spec, rec->seed);
+        /* Every bound that shaped the case, from the table that parsed them. */
+        char flags[512];
+        if (attest_cli_gen_flags_of(&job->gen, 0, flags, sizeof flags))
+            (void)attest_cli_gen_flags_of(&job->gen, 1, flags, sizeof flags);
+        char *args[] = {"attest", "run", "--kernel", (char *)attest_kernel_name(job->gen.kernel),
+                        "--candidate", (char *)job->candidate_spec};
+        attest_engine_command_line(6, args, replay, sizeof replay);
+        const size_t n = strlen(replay);
+        snprintf(replay + n, sizeof replay - n, "%s --case-seed 0x%016" PRIx64, flags, rec->seed);
     }
     if (er->opt->progress) fputs("\r\033[K", stderr);
     attest_report_failure_line(er->log, rec, replay);

@@ -55,6 +55,21 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
 /* The reference the CLI judges with: simulated mode, kernel order. */
 attest_status attest_engine_reference(const attest_case *c, double **outputs);
 
+/* Writes a job as one line of the results file's provenance "jobs": "--kernel K <every
+ * generator bound> --candidate SPEC", with a plugin's library path made absolute. Returns 0, or
+ * -1 when buf is too small. */
+int attest_engine_job_line(const attest_job *job, char *buf, size_t cap);
+
+/* Finds the job of `candidate` (a name or a spec; NULL or "": the first) for `kernel` in a
+ * provenance "jobs" text and fills its spec and generator options. Returns 1 when found, 0 when
+ * not, -1 after reporting (attest replay: ...) a line that does not parse. */
+int attest_engine_find_job(const char *jobs, const char *candidate, attest_kernel kernel,
+                           char *spec, size_t spec_cap, attest_gen_options *gen);
+
+/* Writes spec with the library path of a plugin ("path:NAME") made absolute; a built-in name
+ * or a path that does not resolve is copied as it is. */
+void attest_engine_absolute_spec(const char *spec, char *buf, size_t cap);
+
 /* Joins argv into one shell-quoted line (for provenance and replay hints). */
 void attest_engine_command_line(int argc, char **argv, char *buf, size_t cap);
 

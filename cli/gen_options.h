@@ -58,4 +58,16 @@ int attest_cli_gen_apply(const char *verb, const attest_cli_gen_bounds *b, attes
  * that regenerates the same cases; "" when none. */
 void attest_cli_gen_flags(const attest_cli_gen_bounds *b, char *buf, size_t cap);
 
+/* Writes the generator options g as the flags that parse back into g, from the same table that
+ * parses them: with all = 0 only the options that differ from attest_gen_defaults(g->kernel)
+ * (for a printed replay command), with all = 1 every bound (for a record that must survive a
+ * change of defaults). Options the CLI cannot set (with_truth) are not written. Returns 0, or -1
+ * when buf is too small. */
+int attest_cli_gen_flags_of(const attest_gen_options *g, int all, char *buf, size_t cap);
+
+/* Parses flags as attest_cli_gen_flags_of writes them (words separated by spaces) onto g, whose
+ * kernel and defaults are set. Returns -1, or ATTEST_EXIT_USAGE after reporting a word that is
+ * not one of these options or a bad value. */
+int attest_cli_gen_parse_flags(const char *verb, const char *flags, attest_gen_options *g);
+
 #endif

@@ -52,7 +52,7 @@ attest_status attest_results_write_provenance(hid_t file, const char *path,
         {"kernel", p->kernel},                 {"candidate", p->candidate},
         {"policy_name", p->policy_name},       {"policy_hash", p->policy_hash},
         {"policy_origin", p->policy_origin},   {"command_line", p->command_line},
-        {"start_time", p->start_time},         {"end_time", end_time},
+        {"jobs", p->jobs},                     {"start_time", p->start_time},         {"end_time", end_time},
         {"state", state},
     };
     attest_status st = ATTEST_OK;

@@ -106,6 +106,7 @@ static attest_status read_provenance(attest_results_reader *r)
         {"policy_hash", p->policy_hash, sizeof p->policy_hash},
         {"policy_origin", p->policy_origin, sizeof p->policy_origin},
         {"command_line", p->command_line, sizeof p->command_line},
+        {"jobs", p->jobs, sizeof p->jobs},
         {"start_time", p->start_time, sizeof p->start_time},
         {"end_time", p->end_time, sizeof p->end_time},
         {"state", p->state, sizeof p->state},

@@ -58,6 +58,9 @@ typedef struct attest_results_provenance {
     char policy_hash[32];
     char policy_origin[256];    /* path or "<embedded>" */
     char command_line[2048];
+    char jobs[4096];            /* one line per job: "--kernel K <generator flags> --candidate
+                                   SPEC" (all bounds, library paths absolute), so a case
+                                   regenerates from its seed alone; "" when not generated */
     char start_time[32];        /* ISO 8601 UTC, "2025-01-31T12:00:00Z" */
     uint64_t seed;              /* campaign seed */
     uint64_t cases_planned;     /* cases the campaign meant to run (0: unknown) */
