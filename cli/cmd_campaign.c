@@ -20,7 +20,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: attest campaign [--candidate SPEC]... [--kernel K] [--cases N] [--seed S]\n"
-            "                       [--out FILE] [--quiet] [generator bounds]\n"
+            "                       [--out FILE] [--jobs N] [--quiet] [generator bounds]\n"
             "\n"
             "Runs the main job: by default the embedded campaign, cpu-indexer on N indexer cases\n"
             "and cpu-mla-decode on N mla-decode cases (default N = %d each), isolated, 2 runs per\n"
@@ -32,6 +32,7 @@ static void usage(FILE *f)
             "  --kernel K        only the jobs of kernel K (indexer or mla-decode)\n"
             "  --cases N         cases per candidate\n"
             "  --seed S          campaign seed (default 1)\n"
+            "  --jobs N          judge the cases in N worker processes (same results, same order)\n"
             "generator bounds (applied to every job; --layout to mla-decode jobs only):\n"
             ATTEST_CLI_GEN_USAGE,
             DEFAULT_CASES_PER_KERNEL, DEFAULT_OUT, MAX_JOBS);
@@ -43,7 +44,8 @@ int attest_cmd_campaign(int argc, char **argv)
         {"help", no_argument, NULL, 'h'}, {"cases", required_argument, NULL, 'n'},
         {"seed", required_argument, NULL, 's'}, {"out", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'}, {"candidate", required_argument, NULL, 'c'},
-        {"kernel", required_argument, NULL, 'k'}, ATTEST_CLI_GEN_LONG_OPTIONS,
+        {"kernel", required_argument, NULL, 'k'}, {"jobs", required_argument, NULL, 'j'},
+        ATTEST_CLI_GEN_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     char command_line[2048]; /* taken before getopt_long permutes argv */
@@ -55,6 +57,7 @@ int attest_cmd_campaign(int argc, char **argv)
     attest_cli_gen_bounds bounds;
     memset(&bounds, 0, sizeof bounds);
     int quiet = 0;
+    int32_t workers = 1;
     optind = 1;
     opterr = 0;
     int ch;
@@ -82,6 +85,10 @@ int attest_cmd_campaign(int argc, char **argv)
         case 's':
             if (attest_cli_parse_u64(optarg, &seed))
                 return attest_cli_bad_value("campaign", "seed", optarg);
+            break;
+        case 'j':
+            if (attest_cli_parse_i32(optarg, 1, 4096, &workers))
+                return attest_cli_bad_value("campaign", "jobs", optarg);
             break;
         default: return attest_cli_getopt_error("campaign", ch, argv);
         }
@@ -122,6 +129,7 @@ int attest_cmd_campaign(int argc, char **argv)
     opt.out_path = out;
     opt.progress = !quiet && attest_cli_interactive();
     opt.command_line = command_line;
+    opt.jobs = (uint32_t)workers;
     printf("attest campaign: ");
     for (size_t j = 0; j < num_jobs; j++)
         printf("%s%s", j == 0 ? "" : j + 1 == num_jobs ? " and " : ", ", jobs[j].candidate->name);

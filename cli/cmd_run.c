@@ -29,6 +29,7 @@ static void usage(FILE *f)
           "  --reruns N         runs per case, compared bitwise (default 2)\n"
           "  --timeout SEC      per-run time limit (default 10)\n"
           "  --no-isolate       run in this process (no crash isolation; for debugging)\n"
+          "  --jobs N           judge the cases in N worker processes (same order, same results)\n"
           "  --max-failures N   stop after N failing cases (default: never)\n"
           "  --print-failures N failing cases printed as they happen (default 20)\n"
           "  --quiet            no progress line (the default when not a terminal or CI is set)\n"
@@ -38,7 +39,7 @@ static void usage(FILE *f)
 
 enum {
     OPT_CASE_SEED = 256, OPT_POLICY, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_MAX_FAILURES,
-    OPT_PRINT_FAILURES, OPT_QUIET
+    OPT_PRINT_FAILURES, OPT_QUIET, OPT_JOBS
 };
 
 static const struct option long_options[] = {
@@ -58,6 +59,7 @@ static const struct option long_options[] = {
     {"print-failures", required_argument, NULL, OPT_PRINT_FAILURES},
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"jobs", required_argument, NULL, OPT_JOBS},
     {NULL, 0, NULL, 0},
 };
 
@@ -65,7 +67,7 @@ typedef struct run_args {
     const char *candidate, *kernel, *out, *policy, *filter;
     uint64_t cases, seed, case_seed, max_failures, print_failures;
     int use_case_seed, no_isolate, quiet;
-    int32_t reruns;
+    int32_t reruns, jobs;
     attest_cli_gen_bounds gen;
     double timeout;
 } run_args;
@@ -80,6 +82,7 @@ static int parse(int argc, char **argv, run_args *a)
     a->seed = 1;
     a->print_failures = 20;
     a->reruns = 2;
+    a->jobs = 1;
     a->timeout = 10.0;
     optind = 1;
     opterr = 0;
@@ -109,6 +112,9 @@ static int parse(int argc, char **argv, run_args *a)
             break;
         case OPT_RERUNS:
             if (attest_cli_parse_i32(optarg, 1, 1000, &a->reruns)) BAD("reruns");
+            break;
+        case OPT_JOBS:
+            if (attest_cli_parse_i32(optarg, 1, 4096, &a->jobs)) BAD("jobs");
             break;
         case OPT_TIMEOUT:
             if (attest_cli_parse_double(optarg, 0.01, 86400.0, &a->timeout)) BAD("timeout");
@@ -177,6 +183,7 @@ int attest_cmd_run(int argc, char **argv)
     opt.print_failures = (uint32_t)a.print_failures;
     opt.max_failures = a.max_failures;
     opt.command_line = command_line;
+    opt.jobs = (uint32_t)a.jobs;
 
     attest_engine_totals totals;
     attest_status st = attest_engine_run(&job, 1, &opt, stdout, &totals);

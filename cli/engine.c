@@ -12,9 +12,11 @@
 #include "attest/report.h"
 #include "attest/registry.h"
 #include "attest/results.h"
+#include "engine_internal.h"
 #include "gen_options.h"
 
-static volatile sig_atomic_t stop_requested;
+volatile sig_atomic_t attest_engine_stop_requested;
+#define stop_requested attest_engine_stop_requested
 
 static void on_stop_signal(int sig)
 {
@@ -22,7 +24,8 @@ static void on_stop_signal(int sig)
     stop_requested = 1;
 }
 
-static double now_seconds(void)
+#define now_seconds attest_engine_now
+double attest_engine_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -167,16 +170,6 @@ static void fill_provenance(attest_results_provenance *prov, const attest_job *j
     prov->seed = jobs[0].seed;
 }
 
-typedef struct engine_run {
-    const attest_engine_options *opt;
-    FILE *log;
-    attest_results_writer *results;
-    attest_engine_totals *totals;
-    double start, last_progress;
-    uint64_t next_case_id;
-    uint32_t failures_printed;
-} engine_run;
-
 static void print_failure(engine_run *er, const attest_job *job, const attest_case_record *rec)
 {
     er->failures_printed++;
@@ -212,6 +205,50 @@ static void update_progress(engine_run *er, int final)
                            er->totals->planned, er->totals->failures, t - er->start);
 }
 
+attest_status attest_engine_generate(const attest_job *job, uint64_t index, uint64_t seed,
+                                     attest_case *c, int *skip, double *gen_seconds)
+{
+    memset(c, 0, sizeof *c);
+    *skip = 0;
+    double t0 = now_seconds();
+    attest_status st = attest_generate_case(&job->gen, seed, c);
+    if (st != ATTEST_OK)
+        return attest_fail(st, "cannot generate case %" PRIu64 " (seed 0x%016" PRIx64 "): %s",
+                           index, seed, attest_last_error());
+    *gen_seconds = now_seconds() - t0;
+    char params[ATTEST_PARAM_STRING_MAX];
+    if (attest_case_param_string(c, params, sizeof params) == ATTEST_OK &&
+        !attest_param_string_matches(params, job->filter)) {
+        *skip = 1;
+        attest_case_free(c);
+    }
+    return ATTEST_OK;
+}
+
+void attest_engine_take_filtered(engine_run *er)
+{
+    er->totals->filtered++;
+    update_progress(er, 0);
+}
+
+attest_status attest_engine_take_record(engine_run *er, const attest_job *job,
+                                        attest_case_record *rec, const attest_case *c,
+                                        const attest_case_outputs *kept)
+{
+    rec->case_id = er->next_case_id++;
+    er->totals->judged++;
+    attest_summary_add(&er->totals->summary, rec);
+    if (er->results) ATTEST_FORWARD(attest_results_append(er->results, rec, c, kept));
+    if (attest_verdict_is_failure(rec->verdict)) {
+        er->totals->failures++;
+        print_failure(er, job, rec);
+        if (er->opt->max_failures && er->totals->failures >= er->opt->max_failures)
+            stop_requested = 1;
+    }
+    update_progress(er, 0);
+    return ATTEST_OK;
+}
+
 static attest_status run_job(engine_run *er, const attest_job *job)
 {
     attest_runner *runner = NULL;
@@ -221,21 +258,12 @@ static attest_status run_job(engine_run *er, const attest_job *job)
     for (uint64_t i = 0; i < n && !stop_requested; i++) {
         const uint64_t seed = job->use_case_seed ? job->case_seed : attest_case_seed(job->seed, i);
         attest_case c;
-        memset(&c, 0, sizeof c);
-        double t0 = now_seconds();
-        st = attest_generate_case(&job->gen, seed, &c);
-        if (st != ATTEST_OK) {
-            st = attest_fail(st, "cannot generate case %" PRIu64 " (seed 0x%016" PRIx64 "): %s", i,
-                             seed, attest_last_error());
-            break;
-        }
-        double gen_seconds = now_seconds() - t0;
-        char params[ATTEST_PARAM_STRING_MAX];
-        if (attest_case_param_string(&c, params, sizeof params) == ATTEST_OK &&
-            !attest_param_string_matches(params, job->filter)) {
-            er->totals->filtered++;
-            attest_case_free(&c);
-            update_progress(er, 0);
+        int skip = 0;
+        double gen_seconds = 0;
+        st = attest_engine_generate(job, i, seed, &c, &skip, &gen_seconds);
+        if (st != ATTEST_OK) break;
+        if (skip) {
+            attest_engine_take_filtered(er);
             continue;
         }
         attest_case_record rec;
@@ -243,31 +271,13 @@ static attest_status run_job(engine_run *er, const attest_job *job)
         memset(&rec, 0, sizeof rec);
         memset(&kept, 0, sizeof kept);
         st = attest_runner_judge(runner, &c, &rec, er->results ? &kept : NULL);
-        if (st != ATTEST_OK) {
-            attest_case_free(&c);
-            break;
-        }
-        rec.case_id = er->next_case_id++;
-        rec.gen_seconds = gen_seconds;
-        er->totals->judged++;
-        attest_summary_add(&er->totals->summary, &rec);
-        if (er->results) {
-            st = attest_results_append(er->results, &rec, &c, &kept);
-            if (st != ATTEST_OK) {
-                attest_case_outputs_free(&kept);
-                attest_case_free(&c);
-                break;
-            }
-        }
-        if (attest_verdict_is_failure(rec.verdict)) {
-            er->totals->failures++;
-            print_failure(er, job, &rec);
-            if (er->opt->max_failures && er->totals->failures >= er->opt->max_failures)
-                stop_requested = 1;
+        if (st == ATTEST_OK) {
+            rec.gen_seconds = gen_seconds;
+            st = attest_engine_take_record(er, job, &rec, &c, &kept);
         }
         attest_case_outputs_free(&kept);
         attest_case_free(&c);
-        update_progress(er, 0);
+        if (st != ATTEST_OK) break;
     }
     attest_runner_destroy(runner);
     return st;
@@ -304,8 +314,12 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
     stop_requested = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    for (size_t j = 0; j < num_jobs && st == ATTEST_OK && !stop_requested; j++)
-        st = run_job(&er, &jobs[j]);
+    if (opt.jobs > 1 && st == ATTEST_OK) {
+        st = attest_engine_run_sharded(&er, jobs, num_jobs);
+    } else {
+        for (size_t j = 0; j < num_jobs && st == ATTEST_OK && !stop_requested; j++)
+            st = run_job(&er, &jobs[j]);
+    }
     totals->interrupted = stop_requested != 0;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

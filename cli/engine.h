@@ -33,6 +33,7 @@ typedef struct attest_engine_options {
     uint32_t print_failures;       /* failing cases printed as they happen (then only counted) */
     uint64_t max_failures;         /* stop after this many failures (0: never) */
     const char *command_line;
+    uint32_t jobs;                 /* worker processes the cases are sharded over (0, 1: none) */
 } attest_engine_options;
 
 typedef struct attest_engine_totals {
@@ -69,6 +70,13 @@ int attest_engine_find_job(const char *jobs, const char *candidate, attest_kerne
 /* Writes spec with the library path of a plugin ("path:NAME") made absolute; a built-in name
  * or a path that does not resolve is copied as it is. */
 void attest_engine_absolute_spec(const char *spec, char *buf, size_t cap);
+
+/* Where `--jobs` worker `worker` runs on a GPU host: given $CUDA_VISIBLE_DEVICES (NULL when
+ * unset) and the number of devices the driver lists, writes the value the worker's
+ * CUDA_VISIBLE_DEVICES gets into buf (round-robin over the visible entries, or over 0..n-1) and
+ * returns 1; returns 0 when no device is visible (nothing to set). */
+int attest_engine_worker_gpu(const char *visible, unsigned driver_gpus, uint32_t worker, char *buf,
+                             size_t cap);
 
 /* Joins argv into one shell-quoted line (for provenance and replay hints). */
 void attest_engine_command_line(int argc, char **argv, char *buf, size_t cap);

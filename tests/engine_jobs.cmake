@@ -1,0 +1,2 @@
+# Registrations of the sharded campaign engine (issue 10): `--jobs N` against one process.
+attest_add_python_test(test_jobs py/test_jobs.py LABELS "cli" TIMEOUT 600)
