@@ -326,7 +326,7 @@ int attest_cmd_replay(int argc, char **argv)
         if (a.against_stored)
             printf("judged against the expected outputs stored in %s%s%s\n", a.file,
                    notes[0] ? ": " : "", notes);
-        attest_report_case_detail(stdout, &rec, &c, have_tol ? tol : NULL);
+        attest_report_case_detail_outputs(stdout, &rec, &c, have_tol ? tol : NULL, &kept);
         rc = attest_verdict_is_failure(rec.verdict) ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
     }
     attest_case_outputs_free(&kept);

@@ -204,8 +204,23 @@ static void element(FILE *f, attest_kernel kernel, const attest_tensor_metrics *
     if (kernel == ATTEST_KERNEL_MLA_DECODE) mla_element(f, c, co);
 }
 
+/* The candidate's out_bf16 bytes, when kept. */
+static const void *kept_out(const attest_case_record *rec, const attest_case_outputs *kept,
+                            size_t *bytes)
+{
+    *bytes = 0;
+    if (!kept) return NULL;
+    for (int k = 0; k < rec->num_outputs && k < kept->num_outputs && k < ATTEST_RECORD_MAX_OUTPUTS;
+         k++)
+        if (!strcmp(rec->outputs[k].output, "out_bf16") && kept->candidate[k]) {
+            *bytes = kept->candidate_bytes[k];
+            return kept->candidate[k];
+        }
+    return NULL;
+}
+
 static void output_detail(FILE *f, const attest_case_record *rec, int k, const attest_case *c,
-                          const attest_tolerance *tol)
+                          const attest_tolerance *tol, const attest_case_outputs *kept)
 {
     const attest_tensor_metrics *m = &rec->outputs[k];
     attest_kernel kernel = kernel_of(rec, c);
@@ -230,17 +245,34 @@ static void output_detail(FILE *f, const attest_case_record *rec, int k, const a
         fprintf(f, "    worst element %s: reference %.9g, candidate %.9g (|diff| %s, rel %s)\n",
                 coord, m->worst_ref, m->worst_cand, d, rel);
         element(f, kernel, m, &m->worst, c);
+        if (c && kernel == ATTEST_KERNEL_MLA_DECODE && m->failed_gates) {
+            size_t bytes;
+            const void *out = kept_out(rec, kept, &bytes);
+            attest_report_mla_locate(f, c, &m->worst, out, bytes);
+        }
     }
     if (m->nonfinite_mismatches && m->first_nonfinite_mismatch.rank > 0) {
         attest_report_coord_string(kernel, m->output, &m->first_nonfinite_mismatch, coord,
                                    sizeof coord);
         fprintf(f, "    first inf/nan mismatch at %s\n", coord);
         element(f, kernel, m, &m->first_nonfinite_mismatch, c);
+        if (c && kernel == ATTEST_KERNEL_MLA_DECODE && m->worst.rank == 0) {
+            size_t bytes;
+            const void *out = kept_out(rec, kept, &bytes);
+            attest_report_mla_locate(f, c, &m->first_nonfinite_mismatch, out, bytes);
+        }
     }
 }
 
 void attest_report_case_detail(FILE *f, const attest_case_record *rec, const attest_case *c,
                                const attest_tolerance *tol)
+{
+    attest_report_case_detail_outputs(f, rec, c, tol, NULL);
+}
+
+void attest_report_case_detail_outputs(FILE *f, const attest_case_record *rec,
+                                       const attest_case *c, const attest_tolerance *tol,
+                                       const attest_case_outputs *kept)
 {
     fputs("case ", f);
     attest_rep_headline(f, rec);
@@ -265,7 +297,7 @@ void attest_report_case_detail(FILE *f, const attest_case_record *rec, const att
     int n = rec->num_outputs < 0 ? 0 : rec->num_outputs;
     if (n > ATTEST_RECORD_MAX_OUTPUTS) n = ATTEST_RECORD_MAX_OUTPUTS;
     if (n == 0) fprintf(f, "  no output was compared\n");
-    for (int k = 0; k < n; k++) output_detail(f, rec, k, c, tol ? &tol[k] : NULL);
+    for (int k = 0; k < n; k++) output_detail(f, rec, k, c, tol ? &tol[k] : NULL, kept);
     fprintf(f, "  time: generate %.3f s, reference %.3f s, candidate %.3f s, compare %.3f s\n",
             rec->gen_seconds, rec->ref_seconds, rec->run_seconds, rec->compare_seconds);
 }

@@ -119,6 +119,20 @@ attest_status attest_report_show(FILE *f, attest_results_reader *r, size_t per_g
 void attest_report_case_detail(FILE *f, const attest_case_record *rec, const attest_case *c,
                                const attest_tolerance *tol);
 
+/* attest_report_case_detail, plus what only the outputs show (kept may be NULL): for
+ * mla-decode, the localization of the worst element of out_bf16 (attest_report_mla_locate). */
+void attest_report_case_detail_outputs(FILE *f, const attest_case_record *rec,
+                                       const attest_case *c, const attest_tolerance *tol,
+                                       const attest_case_outputs *kept);
+
+/* Localizes an mla-decode element (request, query, head[, dim]) to the cache: recomputes the
+ * reference softmax of that head from the case's bytes, names the token with the largest
+ * |p * v[dim]|, the token and the pages whose leave-one-out removal brings the reference closest
+ * to the candidate's row (cand_out: the candidate's out_bf16 bytes, may be NULL), each with its
+ * index slot, page, in-page slot and the byte ranges of its fp8 data, scales and rope. */
+void attest_report_mla_locate(FILE *f, const attest_case *c, const attest_coord *co,
+                              const void *cand_out, size_t cand_bytes);
+
 /* Writes "out_bf16[request 1, query 0, head 3, dim 77]"-style coordinates of an element of an
  * output of `kernel` into buf (generic "name[i, j, ...]" for unknown outputs). */
 void attest_report_coord_string(attest_kernel kernel, const char *output, const attest_coord *co,

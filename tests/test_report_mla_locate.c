@@ -1,0 +1,232 @@
+/* Tests of the mla-decode localization (attest_report_mla_locate): a "candidate" whose output is
+ * the reference of the same case with one token (or one page) dropped from the query's index list
+ * must be localized to that token (page), with the page, in-page slot and byte offsets computed
+ * here from the layout descriptor, not by the code under test. */
+#include <inttypes.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attest/generator.h"
+#include "attest/layout.h"
+#include "attest/numerics.h"
+#include "attest/reference.h"
+#include "attest/report.h"
+
+#define assert_contains(text, needle)                                                             \
+    do {                                                                                           \
+        if (!strstr((text), (needle))) fail_msg("missing \"%s\" in:\n%s", (needle), (text));       \
+    } while (0)
+
+typedef struct fixture {
+    attest_case c;
+    int32_t *row;      /* indices[0, 0, :] */
+    int32_t valid;     /* its valid slots (no topk_length cut) */
+    size_t out_count;
+} fixture;
+
+/* Draws a case whose first query has several valid slots, a finite reference and no extra scope
+ * or length tensor (so every slot of the row counts). */
+static void make_case(fixture *fx)
+{
+    attest_gen_options g = attest_gen_defaults(ATTEST_KERNEL_MLA_DECODE);
+    g.edge_bytes = 0;
+    g.max_heads = 2;
+    for (uint64_t seed = 1; seed < 500; seed++) {
+        memset(&fx->c, 0, sizeof fx->c);
+        assert_int_equal(attest_generate_case(&g, seed, &fx->c), ATTEST_OK);
+        const attest_mla_params *p = &fx->c.params.mla;
+        attest_tensor *idx = attest_case_tensor(&fx->c, "indices");
+        if (p->has_extra || p->has_topk_length || !idx) {
+            attest_case_free(&fx->c);
+            continue;
+        }
+        fx->row = idx->data;
+        fx->valid = 0;
+        for (int32_t k = 0; k < p->topk; k++) fx->valid += fx->row[k] >= 0;
+        fx->out_count = (size_t)p->b * p->s_q * p->h_q * p->d_v;
+        double *out = malloc(fx->out_count * sizeof *out), *lse = malloc(4096 * sizeof *lse);
+        assert_non_null(out);
+        int finite = fx->valid >= 8 && p->b * p->s_q * p->h_q <= 4096 &&
+                     attest_ref_mla_decode(&fx->c, ATTEST_REF_SIMULATED, out, lse) == ATTEST_OK;
+        for (int32_t d = 0; finite && d < p->d_v; d++) finite = isfinite(out[d]);
+        free(out);
+        free(lse);
+        if (finite) return;
+        attest_case_free(&fx->c);
+    }
+    fail_msg("no suitable mla-decode case in 500 seeds");
+}
+
+/* The reference of the case with the slots in drop[] set to -1, as bf16 bytes. */
+static uint16_t *reference_without(fixture *fx, const unsigned char *drop)
+{
+    const attest_mla_params *p = &fx->c.params.mla;
+    int32_t *saved = malloc((size_t)p->topk * sizeof *saved);
+    memcpy(saved, fx->row, (size_t)p->topk * sizeof *saved);
+    for (int32_t k = 0; k < p->topk; k++)
+        if (drop[k]) fx->row[k] = -1;
+    double *out = malloc(fx->out_count * sizeof *out), *lse = malloc(4096 * sizeof *lse);
+    assert_int_equal(attest_ref_mla_decode(&fx->c, ATTEST_REF_SIMULATED, out, lse), ATTEST_OK);
+    memcpy(fx->row, saved, (size_t)p->topk * sizeof *saved);
+    uint16_t *bf = malloc(fx->out_count * sizeof *bf);
+    for (size_t i = 0; i < fx->out_count; i++) bf[i] = attest_bf16_encode_f64(out[i]);
+    free(out);
+    free(lse);
+    free(saved);
+    return bf;
+}
+
+static double row_change(fixture *fx, const uint16_t *a)
+{
+    double *out = malloc(fx->out_count * sizeof *out), *lse = malloc(4096 * sizeof *lse);
+    assert_int_equal(attest_ref_mla_decode(&fx->c, ATTEST_REF_SIMULATED, out, lse), ATTEST_OK);
+    double acc = 0.0;
+    for (int32_t d = 0; d < fx->c.params.mla.d_v; d++) {
+        const double x = (double)attest_bf16_decode(a[d]) - out[d];
+        acc += x * x;
+    }
+    free(out);
+    free(lse);
+    return sqrt(acc);
+}
+
+static char *locate(fixture *fx, const uint16_t *cand)
+{
+    attest_coord co;
+    memset(&co, 0, sizeof co);
+    co.rank = 4; /* request 0, query 0, head 0, dim 0 */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    attest_report_mla_locate(f, &fx->c, &co, cand, fx->out_count * 2);
+    fclose(f);
+    return buf;
+}
+
+static void expected_bytes(const attest_case *c, int32_t index, char *buf, size_t cap)
+{
+    const attest_mla_params *p = &c->params.mla;
+    attest_layout L;
+    assert_int_equal(attest_layout_make(p->layout, (uint32_t)p->page_size,
+                                        (uint64_t)p->page_stride, &L), ATTEST_OK);
+    attest_token_offsets off;
+    assert_int_equal(attest_layout_token_offsets(&L, (uint32_t)(index % p->page_size), &off),
+                     ATTEST_OK);
+    const uint64_t base = (uint64_t)(index / p->page_size) * L.page_stride;
+    snprintf(buf, cap, "page %d at byte %" PRIu64 " (%d * %" PRIu64 "), in-page slot %d; fp8 bytes [%" PRIu64
+             ", %" PRIu64 ")",
+             (int)(index / p->page_size), base, (int)(index / p->page_size), L.page_stride,
+             (int)(index % p->page_size), base + off.fp8, base + off.fp8 + L.fp8_dim);
+}
+
+/* Dropping the token that moves the row most is found, with its slot, page and bytes. */
+static void test_dropped_token_is_named(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_case(&fx);
+    const attest_mla_params *p = &fx.c.params.mla;
+    unsigned char *drop = calloc((size_t)p->topk, 1);
+    int32_t best = -1;
+    double best_change = 0.0;
+    for (int32_t k = 0; k < p->topk; k++) {
+        if (fx.row[k] < 0) continue;
+        int dup = 0; /* a token listed twice would stay selected through its other slot */
+        for (int32_t j = 0; j < p->topk; j++) dup |= j != k && fx.row[j] == fx.row[k];
+        if (dup) continue;
+        drop[k] = 1;
+        uint16_t *cand = reference_without(&fx, drop);
+        drop[k] = 0;
+        const double ch = row_change(&fx, cand);
+        free(cand);
+        if (ch > best_change) {
+            best_change = ch;
+            best = k;
+        }
+    }
+    assert_true(best >= 0);
+    drop[best] = 1;
+    uint16_t *cand = reference_without(&fx, drop);
+    char *text = locate(&fx, cand);
+    char want[256];
+    snprintf(want, sizeof want, "explained by token %d (indices[0, 0, %d]", (int)fx.row[best],
+             (int)best);
+    assert_contains(text, want);
+    expected_bytes(&fx.c, fx.row[best], want, sizeof want);
+    assert_contains(text, want);
+    free(text);
+    free(cand);
+    free(drop);
+    attest_case_free(&fx.c);
+}
+
+/* Dropping every token of one page (as a page-stride bug loses a page) names that page. */
+static void test_dropped_page_is_named(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_case(&fx);
+    const attest_mla_params *p = &fx.c.params.mla;
+    unsigned char *drop = calloc((size_t)p->topk, 1);
+    /* The page of the first valid slot. */
+    int32_t page = -1;
+    for (int32_t k = 0; k < p->topk && page < 0; k++)
+        if (fx.row[k] >= 0) page = fx.row[k] / p->page_size;
+    int32_t tokens = 0, others = 0;
+    for (int32_t k = 0; k < p->topk; k++) {
+        if (fx.row[k] < 0) continue;
+        if (fx.row[k] / p->page_size == page) {
+            drop[k] = 1;
+            tokens++;
+        } else {
+            others++;
+        }
+    }
+    if (others == 0) skip(); /* every token on one page: nothing to tell apart */
+    uint16_t *cand = reference_without(&fx, drop);
+    char *text = locate(&fx, cand);
+    char want[160];
+    snprintf(want, sizeof want, "page %d of cache_bytes (%d selected token%s): leaving it out",
+             (int)page, (int)tokens, tokens == 1 ? "" : "s");
+    assert_true(row_change(&fx, cand) > 1e-2); /* the dropped page shows above bf16 rounding */
+    assert_contains(text, want);
+    free(text);
+    free(cand);
+    free(drop);
+    attest_case_free(&fx.c);
+}
+
+/* A non-finite candidate row gets the page listing, no leave-one-out. */
+static void test_nonfinite_candidate(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_case(&fx);
+    uint16_t *cand = calloc(fx.out_count, sizeof *cand);
+    cand[3] = 0x7FC0; /* NaN */
+    char *text = locate(&fx, cand);
+    assert_contains(text, "no leave-one-out");
+    assert_contains(text, "selected pages (page: tokens, weight):");
+    assert_null(strstr(text, "explained by"));
+    free(text);
+    free(cand);
+    attest_case_free(&fx.c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dropped_token_is_named),
+        cmocka_unit_test(test_dropped_page_is_named),
+        cmocka_unit_test(test_nonfinite_candidate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
