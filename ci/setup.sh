@@ -22,11 +22,12 @@ fi
 
 if [ "${1:-}" = "--with-python" ]; then
   # Independent oracles for the tests: ml_dtypes for number formats, numpy for references,
-  # h5py for reading and writing files without attest.
-  if ! python3 -c "import numpy, h5py, ml_dtypes" 2>/dev/null; then
-    echo "attest setup: installing numpy h5py ml_dtypes from PyPI"
-    python3 -m pip install -q --disable-pip-version-check numpy h5py ml_dtypes \
-      || python3 -m pip install -q --disable-pip-version-check --break-system-packages numpy h5py ml_dtypes
+  # h5py for reading and writing files without attest; junitparser reads the JUnit reports and
+  # pandas the results table as users do.
+  if ! python3 -c "import numpy, h5py, ml_dtypes, junitparser, pandas" 2>/dev/null; then
+    echo "attest setup: installing numpy h5py ml_dtypes junitparser pandas from PyPI"
+    python3 -m pip install -q --disable-pip-version-check numpy h5py ml_dtypes junitparser pandas \
+      || python3 -m pip install -q --disable-pip-version-check --break-system-packages numpy h5py ml_dtypes junitparser pandas
   fi
 fi
 

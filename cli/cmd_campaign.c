@@ -33,6 +33,8 @@ static void usage(FILE *f)
             "  --cases N         cases per candidate\n"
             "  --seed S          campaign seed (default 1)\n"
             "  --jobs N          judge the cases in N worker processes (same results, same order)\n"
+            "  --junit FILE      also write a JUnit XML report (one testcase per case)\n"
+            "  --json FILE       also write the summary as JSON\n"
             "generator bounds (applied to every job; --layout to mla-decode jobs only):\n"
             ATTEST_CLI_GEN_USAGE,
             DEFAULT_CASES_PER_KERNEL, DEFAULT_OUT, MAX_JOBS);
@@ -45,13 +47,14 @@ int attest_cmd_campaign(int argc, char **argv)
         {"seed", required_argument, NULL, 's'}, {"out", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'}, {"candidate", required_argument, NULL, 'c'},
         {"kernel", required_argument, NULL, 'k'}, {"jobs", required_argument, NULL, 'j'},
+        {"junit", required_argument, NULL, 'J'}, {"json", required_argument, NULL, 'S'},
         ATTEST_CLI_GEN_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     char command_line[2048]; /* taken before getopt_long permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     uint64_t cases = DEFAULT_CASES_PER_KERNEL, seed = 1;
-    const char *out = DEFAULT_OUT, *kernel_name = NULL;
+    const char *out = DEFAULT_OUT, *kernel_name = NULL, *junit = NULL, *json = NULL;
     const char *specs[MAX_JOBS];
     size_t num_specs = 0;
     attest_cli_gen_bounds bounds;
@@ -71,6 +74,8 @@ int attest_cmd_campaign(int argc, char **argv)
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case 'o': out = optarg; break;
         case 'q': quiet = 1; break;
+        case 'J': junit = optarg; break;
+        case 'S': json = optarg; break;
         case 'k': kernel_name = optarg; break;
         case 'c':
             if (num_specs == MAX_JOBS)
@@ -130,6 +135,8 @@ int attest_cmd_campaign(int argc, char **argv)
     opt.progress = !quiet && attest_cli_interactive();
     opt.command_line = command_line;
     opt.jobs = (uint32_t)workers;
+    opt.junit_path = junit;
+    opt.junit_suite = "attest campaign";
     printf("attest campaign: ");
     for (size_t j = 0; j < num_jobs; j++)
         printf("%s%s", j == 0 ? "" : j + 1 == num_jobs ? " and " : ", ", jobs[j].candidate->name);
@@ -139,5 +146,6 @@ int attest_cmd_campaign(int argc, char **argv)
     if (attest_engine_run(jobs, num_jobs, &opt, stdout, &totals) != ATTEST_OK)
         return attest_cli_usage_error("campaign", "%s", attest_last_error());
     attest_report_summary(stdout, &totals.summary, out, totals.seconds);
-    return totals.failures || totals.interrupted ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    const int rc = totals.failures || totals.interrupted ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    return attest_engine_json(json, "campaign", &totals, out, rc);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "attest/ci_report.h"
 #include "attest/registry.h"
 #include "attest/results.h"
 #include "check.h"
@@ -42,14 +43,16 @@ static void usage(FILE *f)
           "  --out FILE        write every judged case to an HDF5 results file (attest show)\n"
           "  --reruns N        runs per case, compared bitwise (default 2)\n"
           "  --timeout SEC     per-run time limit (default 10)\n"
-          "  --no-isolate      run in this process (no crash isolation; for debugging)\n",
+          "  --no-isolate      run in this process (no crash isolation; for debugging)\n"
+          "  --junit FILE      also write a JUnit XML report (one testcase per case and candidate)\n"
+          "  --json FILE       also write the summary as JSON\n",
           f);
 }
 
 typedef struct check_args {
     const char *specs[MAX_CANDIDATES];
     size_t num_specs;
-    const char *policy, *out;
+    const char *policy, *out, *junit, *json;
     against against;
     int32_t reruns;
     double timeout;
@@ -58,7 +61,10 @@ typedef struct check_args {
     size_t num_fixtures;
 } check_args;
 
-enum { OPT_AGAINST = 256, OPT_POLICY, OPT_OUT, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE };
+enum {
+    OPT_AGAINST = 256, OPT_POLICY, OPT_OUT, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_JUNIT,
+    OPT_JSON
+};
 
 /* Returns -1 to go on, or an exit status. */
 static int parse(int argc, char **argv, check_args *a)
@@ -72,6 +78,8 @@ static int parse(int argc, char **argv, check_args *a)
         {"reruns", required_argument, NULL, OPT_RERUNS},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+        {"junit", required_argument, NULL, OPT_JUNIT},
+        {"json", required_argument, NULL, OPT_JSON},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -100,6 +108,8 @@ static int parse(int argc, char **argv, check_args *a)
         case OPT_POLICY: a->policy = optarg; break;
         case OPT_OUT: a->out = optarg; break;
         case OPT_NO_ISOLATE: a->no_isolate = 1; break;
+        case OPT_JUNIT: a->junit = optarg; break;
+        case OPT_JSON: a->json = optarg; break;
         case OPT_RERUNS:
             if (attest_cli_parse_i32(optarg, 1, 1000, &a->reruns))
                 return attest_cli_bad_value(VERB, "reruns", optarg);
@@ -143,6 +153,8 @@ typedef struct check_run {
     attest_runner_options ropt;
     attest_policy *policy;
     attest_results_writer *results;
+    attest_junit *junit;           /* --junit, or NULL */
+    attest_summary summary;        /* the deciding record of every judged case, for --json */
     uint64_t next_case_id;
     /* totals */
     uint64_t files, cases, judged, skipped, failing, unreadable, no_stored, stored_compared;
@@ -309,12 +321,12 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
     if (n < sizeof line && r->a->against == AGAINST_STORED && !have_stored)
         n += (size_t)snprintf(line + n, sizeof line - n, "  (no stored outputs: vs reference)");
     puts(line);
+    char replay[4096] = "";
     if (attest_verdict_is_failure(v)) {
         for (int i = 0; i < nrows; i++)
             if (attest_verdict_is_failure(rows[i]->verdict) && rows[i]->message[0] &&
                 (i == 0 || strcmp(rows[i]->message, rows[0]->message)))
                 printf("    %s\n", rows[i]->message);
-        char replay[4096];
         int first_failing = 0;
         while (first_failing < nrows && !attest_verdict_is_failure(rows[first_failing]->verdict))
             first_failing++;
@@ -327,6 +339,20 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
     }
     fflush(stdout);
 
+    /* For JUnit and JSON: the row that decided the verdict, named after the fixture case. */
+    const attest_case_record *decider = rows[0];
+    for (int i = 0; i < nrows; i++)
+        if (attest_verdict_is_failure(rows[i]->verdict)) {
+            decider = rows[i];
+            break;
+        }
+    attest_case_record merged = *decider;
+    merged.verdict = v;
+    merged.case_id = r->next_case_id;
+    attest_summary_add(&r->summary, &merged);
+    if (r->junit)
+        st = attest_junit_add(r->junit, cand->name, label, &merged, replay[0] ? replay : NULL);
+
     r->judged++;
     r->verdicts[v < ATTEST_VERDICT_COUNT_ ? v : ATTEST_VERDICT_HARNESS_ERROR]++;
     if (attest_verdict_is_failure(v)) r->failing++;
@@ -337,6 +363,14 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
     }
     attest_case_outputs_free(&kept);
     return st;
+}
+
+/* A fixture case or file that could not be read: counted, printed, and an <error> in JUnit. */
+static attest_status unreadable(check_run *r, const char *label, const char *message)
+{
+    printf("%-*s  %-*s  UNREADABLE\n    %s\n", r->label_w, label, r->cand_w, "-", message);
+    r->unreadable++;
+    return r->junit ? attest_junit_add_error(r->junit, "attest check", label, message) : ATTEST_OK;
 }
 
 static void note_no_stored(check_run *r, const char *path)
@@ -358,9 +392,7 @@ static attest_status check_file(check_run *r, const char *path, const check_scan
         char label[1024];
         case_label(path, grp->name, label, sizeof label);
         if (grp->status != ATTEST_OK) {
-            printf("%-*s  %-*s  UNREADABLE\n    %s\n", r->label_w, label, r->cand_w, "-",
-                   grp->message);
-            r->unreadable++;
+            ATTEST_FORWARD(unreadable(r, label, grp->message));
             continue;
         }
         int any = 0;
@@ -381,9 +413,7 @@ static attest_status check_file(check_run *r, const char *path, const check_scan
         }
         r->load_s += now_seconds() - t0;
         if (st != ATTEST_OK) { /* the child read it; kept for safety */
-            printf("%-*s  %-*s  UNREADABLE\n    %s\n", r->label_w, label, r->cand_w, "-",
-                   attest_last_error());
-            r->unreadable++;
+            ATTEST_FORWARD(unreadable(r, label, attest_last_error()));
             continue;
         }
         if (r->a->against != AGAINST_REFERENCE && e.count == 0) note_no_stored(r, path);
@@ -398,11 +428,7 @@ static attest_status check_file(check_run *r, const char *path, const check_scan
             printf("%-*s  %-*s  SKIPPED  %" PRIu64 " %s case%s: no %s candidate given\n",
                    r->label_w, path, r->cand_w, "-", skipped[k], attest_kernel_name((attest_kernel)k),
                    skipped[k] == 1 ? "" : "s", attest_kernel_name((attest_kernel)k));
-    if (scan->file_status != ATTEST_OK) {
-        printf("%-*s  %-*s  UNREADABLE\n    %s\n", r->label_w, path, r->cand_w, "-",
-               scan->file_message);
-        r->unreadable++;
-    }
+    if (scan->file_status != ATTEST_OK) ATTEST_FORWARD(unreadable(r, path, scan->file_message));
     fflush(stdout);
     return ATTEST_OK;
 }
@@ -427,6 +453,15 @@ static attest_status open_results(check_run *r, const char *command_line, uint64
     snprintf(prov.command_line, sizeof prov.command_line, "%s", command_line);
     prov.cases_planned = planned;
     return attest_results_create(r->a->out, &prov, NULL, &r->results);
+}
+
+/* The word of the result line, for --json. */
+static const char *result_word(const check_run *r)
+{
+    if (stop_requested) return "INTERRUPTED";
+    if (r->failing || r->unreadable) return "FAIL";
+    if (r->judged == 0 || r->judged == r->verdicts[ATTEST_VERDICT_UNSUPPORTED]) return "EMPTY";
+    return "PASS";
 }
 
 static void print_summary(const check_run *r, double seconds)
@@ -524,6 +559,8 @@ int attest_cmd_check(int argc, char **argv)
         if (w > r.label_w) r.label_w = w < 60 ? w : 60;
     }
     if (st == ATTEST_OK && a.out) st = open_results(&r, command_line, planned);
+    attest_summary_init(&r.summary);
+    if (st == ATTEST_OK && a.junit) st = attest_junit_open(a.junit, "attest check", &r.junit);
     if (st == ATTEST_OK && files.count == 0)
         printf("no fixture file (*.h5) found under the paths given\n");
 
@@ -549,6 +586,10 @@ int attest_cmd_check(int argc, char **argv)
         if (st == ATTEST_OK) st = cst;
         else attest_fail(st, "%s", saved);
     }
+    if (r.junit) {
+        if (st == ATTEST_OK) st = attest_junit_close(r.junit, now_seconds() - start);
+        else attest_junit_discard(r.junit);
+    }
     for (size_t ci = 0; ci < a.num_specs; ci++) attest_runner_destroy(r.runners[ci]);
     for (size_t f = 0; scans && f < files.count; f++)
         attest_casefile_probe_result_free(&scans[f]);
@@ -559,10 +600,24 @@ int attest_cmd_check(int argc, char **argv)
         attest_policy_free(r.policy);
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
     }
-    print_summary(&r, now_seconds() - start);
+    const double seconds = now_seconds() - start;
+    print_summary(&r, seconds);
     attest_policy_free(r.policy);
+    rc = ATTEST_EXIT_OK;
     if (stop_requested || r.failing || r.unreadable ||
         r.judged == r.verdicts[ATTEST_VERDICT_UNSUPPORTED]) /* a gate that checked nothing */
-        return ATTEST_EXIT_FAILED;
-    return ATTEST_EXIT_OK;
+        rc = ATTEST_EXIT_FAILED;
+    if (a.json) {
+        attest_json_run run;
+        memset(&run, 0, sizeof run);
+        run.verb = VERB;
+        run.result = result_word(&r);
+        run.exit_code = rc;
+        run.results_path = a.out;
+        run.seconds = seconds;
+        run.unreadable = r.unreadable;
+        if (attest_report_json(a.json, &r.summary, &run) != ATTEST_OK)
+            return attest_cli_usage_error(VERB, "%s", attest_last_error());
+    }
+    return rc;
 }

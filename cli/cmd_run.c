@@ -32,6 +32,8 @@ static void usage(FILE *f)
           "  --jobs N           judge the cases in N worker processes (same order, same results)\n"
           "  --max-failures N   stop after N failing cases (default: never)\n"
           "  --print-failures N failing cases printed as they happen (default 20)\n"
+          "  --junit FILE       also write a JUnit XML report (one testcase per case)\n"
+          "  --json FILE        also write the summary as JSON\n"
           "  --quiet            no progress line (the default when not a terminal or CI is set)\n"
           "generator bounds:\n" ATTEST_CLI_GEN_USAGE,
           f);
@@ -39,7 +41,7 @@ static void usage(FILE *f)
 
 enum {
     OPT_CASE_SEED = 256, OPT_POLICY, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_MAX_FAILURES,
-    OPT_PRINT_FAILURES, OPT_QUIET, OPT_JOBS
+    OPT_PRINT_FAILURES, OPT_QUIET, OPT_JOBS, OPT_JUNIT, OPT_JSON
 };
 
 static const struct option long_options[] = {
@@ -60,11 +62,13 @@ static const struct option long_options[] = {
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"jobs", required_argument, NULL, OPT_JOBS},
+    {"junit", required_argument, NULL, OPT_JUNIT},
+    {"json", required_argument, NULL, OPT_JSON},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct run_args {
-    const char *candidate, *kernel, *out, *policy, *filter;
+    const char *candidate, *kernel, *out, *policy, *filter, *junit, *json;
     uint64_t cases, seed, case_seed, max_failures, print_failures;
     int use_case_seed, no_isolate, quiet;
     int32_t reruns, jobs;
@@ -127,6 +131,8 @@ static int parse(int argc, char **argv, run_args *a)
             break;
         case OPT_NO_ISOLATE: a->no_isolate = 1; break;
         case OPT_QUIET: a->quiet = 1; break;
+        case OPT_JUNIT: a->junit = optarg; break;
+        case OPT_JSON: a->json = optarg; break;
         default: return attest_cli_getopt_error("run", ch, argv);
         }
     }
@@ -184,6 +190,8 @@ int attest_cmd_run(int argc, char **argv)
     opt.max_failures = a.max_failures;
     opt.command_line = command_line;
     opt.jobs = (uint32_t)a.jobs;
+    opt.junit_path = a.junit;
+    opt.junit_suite = "attest run";
 
     attest_engine_totals totals;
     attest_status st = attest_engine_run(&job, 1, &opt, stdout, &totals);
@@ -195,5 +203,6 @@ int attest_cmd_run(int argc, char **argv)
     if (totals.filtered)
         printf("filter '%s': %" PRIu64 " generated cases skipped\n", a.filter, totals.filtered);
     attest_report_summary(stdout, &totals.summary, a.out, totals.seconds);
-    return totals.failures || totals.interrupted ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    rc = totals.failures || totals.interrupted ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    return attest_engine_json(a.json, "run", &totals, a.out, rc);
 }

@@ -10,9 +10,11 @@
 
 #include "attest/reference.h"
 #include "attest/report.h"
+#include "attest/ci_report.h"
 #include "attest/registry.h"
 #include "attest/results.h"
 #include "engine_internal.h"
+#include "commands.h"
 #include "gen_options.h"
 
 volatile sig_atomic_t attest_engine_stop_requested;
@@ -170,14 +172,13 @@ static void fill_provenance(attest_results_provenance *prov, const attest_job *j
     prov->seed = jobs[0].seed;
 }
 
-static void print_failure(engine_run *er, const attest_job *job, const attest_case_record *rec)
+/* The command that replays a case of this run. */
+static void replay_for(const engine_run *er, const attest_job *job, const attest_case_record *rec,
+                       char *replay, size_t cap)
 {
-    er->failures_printed++;
-    if (er->failures_printed > er->opt->print_failures) return;
-    char replay[1024];
     if (er->opt->out_path) {
         attest_results_replay_command(er->opt->out_path, rec->case_id, job->candidate_spec, replay,
-                                      sizeof replay);
+                                      cap);
     } else {
         /* Every bound that shaped the case, from the table that parsed them. */
         char flags[512];
@@ -185,10 +186,18 @@ static void print_failure(engine_run *er, const attest_job *job, const attest_ca
             (void)attest_cli_gen_flags_of(&job->gen, 1, flags, sizeof flags);
         char *args[] = {"attest", "run", "--kernel", (char *)attest_kernel_name(job->gen.kernel),
                         "--candidate", (char *)job->candidate_spec};
-        attest_engine_command_line(6, args, replay, sizeof replay);
+        attest_engine_command_line(6, args, replay, cap);
         const size_t n = strlen(replay);
-        snprintf(replay + n, sizeof replay - n, "%s --case-seed 0x%016" PRIx64, flags, rec->seed);
+        snprintf(replay + n, cap - n, "%s --case-seed 0x%016" PRIx64, flags, rec->seed);
     }
+}
+
+static void print_failure(engine_run *er, const attest_job *job, const attest_case_record *rec)
+{
+    er->failures_printed++;
+    if (er->failures_printed > er->opt->print_failures) return;
+    char replay[1024];
+    replay_for(er, job, rec, replay, sizeof replay);
     if (er->opt->progress) fputs("\r\033[K", stderr);
     attest_report_failure_line(er->log, rec, replay);
     if (er->failures_printed == er->opt->print_failures)
@@ -239,6 +248,14 @@ attest_status attest_engine_take_record(engine_run *er, const attest_job *job,
     er->totals->judged++;
     attest_summary_add(&er->totals->summary, rec);
     if (er->results) ATTEST_FORWARD(attest_results_append(er->results, rec, c, kept));
+    if (er->junit) {
+        char name[ATTEST_PARAM_STRING_MAX + 32], replay[1024] = "";
+        snprintf(name, sizeof name, "case %" PRIu64 " %.*s", rec->case_id,
+                 (int)sizeof rec->params, rec->params);
+        if (rec->verdict != ATTEST_VERDICT_OK) replay_for(er, job, rec, replay, sizeof replay);
+        ATTEST_FORWARD(attest_junit_add(er->junit, job->candidate_spec, name, rec,
+                                        replay[0] ? replay : NULL));
+    }
     if (attest_verdict_is_failure(rec->verdict)) {
         er->totals->failures++;
         print_failure(er, job, rec);
@@ -307,6 +324,9 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
         fill_provenance(&prov, jobs, num_jobs, &opt);
         st = attest_results_create(opt.out_path, &prov, NULL, &er.results);
     }
+    if (st == ATTEST_OK && opt.junit_path)
+        st = attest_junit_open(opt.junit_path, opt.junit_suite ? opt.junit_suite : "attest",
+                               &er.junit);
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -334,6 +354,27 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
         if (st == ATTEST_OK) st = close_st;
         else attest_fail(st, "%s", saved_error); /* the first error is the one to report */
     }
+    if (er.junit) {
+        if (st == ATTEST_OK) st = attest_junit_close(er.junit, totals->seconds);
+        else attest_junit_discard(er.junit); /* an error: the run's exit status says it */
+    }
     attest_policy_free(own_policy);
     return st;
+}
+
+int attest_engine_json(const char *path, const char *verb, const attest_engine_totals *t,
+                       const char *results_path, int exit_code)
+{
+    if (path == NULL) return exit_code;
+    attest_json_run run;
+    memset(&run, 0, sizeof run);
+    run.verb = verb;
+    run.result = t->interrupted ? "INTERRUPTED" : t->failures ? "FAIL" : "PASS";
+    run.exit_code = exit_code;
+    run.results_path = results_path;
+    run.seconds = t->seconds;
+    run.filtered = t->filtered;
+    if (attest_report_json(path, &t->summary, &run) != ATTEST_OK)
+        return attest_cli_usage_error(verb, "%s", attest_last_error());
+    return exit_code;
 }

@@ -34,6 +34,8 @@ typedef struct attest_engine_options {
     uint64_t max_failures;         /* stop after this many failures (0: never) */
     const char *command_line;
     uint32_t jobs;                 /* worker processes the cases are sharded over (0, 1: none) */
+    const char *junit_path;        /* JUnit XML report, one testcase per case, or NULL */
+    const char *junit_suite;       /* its suite name ("attest run") */
 } attest_engine_options;
 
 typedef struct attest_engine_totals {
@@ -77,6 +79,11 @@ void attest_engine_absolute_spec(const char *spec, char *buf, size_t cap);
  * returns 1; returns 0 when no device is visible (nothing to set). */
 int attest_engine_worker_gpu(const char *visible, unsigned driver_gpus, uint32_t worker, char *buf,
                              size_t cap);
+
+/* Writes the JSON summary of a finished run to path (NULL: nothing) and returns exit_code, or
+ * ATTEST_EXIT_USAGE after a one-line error when it cannot be written. */
+int attest_engine_json(const char *path, const char *verb, const attest_engine_totals *t,
+                       const char *results_path, int exit_code);
 
 /* Joins argv into one shell-quoted line (for provenance and replay hints). */
 void attest_engine_command_line(int argc, char **argv, char *buf, size_t cap);

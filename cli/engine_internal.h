@@ -15,6 +15,7 @@ typedef struct engine_run {
     const attest_engine_options *opt;
     FILE *log;
     attest_results_writer *results;
+    struct attest_junit *junit;    /* --junit: one testcase per record, or NULL */
     attest_engine_totals *totals;
     double start, last_progress;
     uint64_t next_case_id;

@@ -1,3 +1,6 @@
-# Replays (issue 11): every replay command attest prints reproduces its case's verdict.
+# Replays and CI reports (issue 11): every printed replay command reproduces its case; --junit
+# and --json read back.
 attest_add_python_test(test_replays py/test_replays.py LABELS cli TIMEOUT 900
   ARGS $<TARGET_FILE:attest_plugin_example>)
+# CI reports (issue 11): --junit and --json read back by junitparser and json.
+attest_add_python_test(test_ci_reports py/test_ci_reports.py LABELS cli TIMEOUT 600)
