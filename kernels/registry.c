@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attest/external.h"
 #include "attest/runner.h"
 #include "cpu/cpu_kernels.h"
 #ifdef ATTEST_WITH_CUDA
@@ -73,6 +74,7 @@ attest_status attest_candidate_resolve(const char *spec, const attest_candidate 
     ATTEST_RETURN_IF(!spec || !*spec || !out, ATTEST_ERR_INVALID_ARGUMENT,
                      "candidate: empty --candidate argument");
     *out = NULL;
+    if (attest_external_is_spec(spec)) return attest_external_load(spec, out);
     const attest_candidate *c = attest_builtin_find(spec);
     if (c) {
         *out = c;
@@ -91,6 +93,6 @@ attest_status attest_candidate_resolve(const char *spec, const attest_candidate 
     }
     if (used >= sizeof names) memcpy(names + sizeof names - 4, "...", 4);
     return attest_fail(ATTEST_ERR_NOT_FOUND,
-                       "candidate '%s' not found; built-in: %s; or a plugin as path/lib.so:NAME",
+                       "candidate '%s' not found; built-in: %s; or a plugin as path/lib.so:NAME, or py:PATH.py:NAME, or exec:COMMAND",
                        spec, names);
 }

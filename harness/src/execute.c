@@ -14,6 +14,10 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static _Thread_local exec_run_info *current_run;
+
+exec_run_info *exec_current_run(void) { return current_run; }
+
 void exec_state_init(exec_state *s, const attest_candidate *cand)
 {
     memset(s, 0, sizeof *s);
@@ -98,9 +102,20 @@ void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_r
             if (p) local.tensors[i].data = (uint8_t *)s->device_base + (p - host_data);
         }
     }
+    exec_run_info info;
+    memset(&info, 0, sizeof info);
+    info.cand = cand;
+    info.placed = &local;
+    info.region = host_data;
+    info.region_bytes = data_bytes;
+    info.check_supports = req->check_supports;
+    if (req->timeout_seconds > 0) info.deadline = now_seconds() + req->timeout_seconds;
+    info.outcome = EXEC_DONE;
     if (!s->initialized) {
         s->initialized = 1;
+        current_run = &info;
         s->init_rc = cand->init ? cand->init(&s->ctx) : 0;
+        current_run = NULL;
     }
     if (s->init_rc != 0) {
         res->outcome = EXEC_INIT_FAILED;
@@ -126,7 +141,14 @@ void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_r
         return;
     }
     const double t0 = now_seconds();
+    current_run = &info;
     const int rc = cand->run(s->ctx, &args);
+    current_run = NULL;
+    if (info.outcome != EXEC_DONE) {
+        res->run_seconds = now_seconds() - t0;
+        set_result(res, info.outcome, rc, "%s", info.message);
+        return;
+    }
     if (on_device) {
         /* Synchronize even after a failing run: its queued work may still write. */
         if (ops->synchronize() != 0) {

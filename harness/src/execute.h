@@ -29,6 +29,7 @@ typedef struct exec_request {
     uint32_t magic;          /* EXEC_MAGIC, guards against a confused channel */
     int32_t check_supports;  /* ask supports() first (the first run of a case) */
     uint64_t generation;     /* arena generation the parent placed the case in */
+    double timeout_seconds;  /* how long the parent waits for the answer (0: no limit) */
 } exec_request;
 
 #define EXEC_MAGIC 0x61747374u /* "atst" */
@@ -54,6 +55,25 @@ typedef struct exec_state {
 } exec_state;
 
 void exec_state_init(exec_state *s, const attest_candidate *cand);
+
+/* What the executor tells a candidate that lives inside the harness (the external-process bridge,
+ * external.c) about the run in progress, and what such a candidate can report beyond run()'s
+ * return value: a process it drives can crash, hang or break the protocol, and those are verdicts
+ * (CRASH, TIMEOUT, HARNESS_ERROR), not a nonzero return. Ordinary candidates never see it. */
+typedef struct exec_run_info {
+    const attest_candidate *cand;
+    const attest_case *placed;  /* the case as handed over: tensors point into `region` */
+    uint8_t *region;            /* the arena's data region: every tensor with its canaries */
+    size_t region_bytes;
+    int check_supports;         /* the first run of a case: the candidate may decline it */
+    double deadline;            /* CLOCK_MONOTONIC second the caller stops waiting; 0: none */
+    exec_outcome outcome;       /* left EXEC_DONE, or set to EXEC_CRASH, EXEC_TIMEOUT,
+                                 * EXEC_HARNESS_ERROR or EXEC_UNSUPPORTED to decide the run */
+    char message[200];          /* one line when outcome is set */
+} exec_run_info;
+
+/* The run in progress on this thread (set around init() and run()), or NULL. */
+exec_run_info *exec_current_run(void);
 
 /* Runs the candidate once on the case in `ctl` (initializing it on first use) and fills res. */
 void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_result *res);

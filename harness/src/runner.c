@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "arena.h"
+#include "attest/conventions.h"
 #include "execute.h"
 #include "runner_internal.h"
 #include "worker.h"
@@ -228,7 +229,7 @@ static attest_status run_all(attest_runner *r, const attest_case *cc, const size
 {
     for (int run = 0; run < r->opt.reruns; run++) {
         if (run > 0) arena_reset_run(&r->arena, cc);
-        exec_request req = {EXEC_MAGIC, run == 0, r->arena.generation};
+        exec_request req = {EXEC_MAGIC, run == 0, r->arena.generation, r->opt.timeout_seconds};
         exec_result res;
         if (r->opt.isolate) {
             ATTEST_FORWARD(worker_send(&r->worker, &r->arena, &req, r->opt.timeout_seconds));
@@ -315,10 +316,7 @@ attest_status attest_runner_judge(attest_runner *r, const attest_case *c,
     /* The reference, the candidate and the comparator all see the candidate's conventions. */
     attest_case cc = *c;
     cc.heap_block_ = NULL;
-    if (cc.kernel == ATTEST_KERNEL_INDEXER)
-        cc.params.indexer.masking = r->cand->conventions.masking;
-    else
-        cc.params.mla.lse_convention = r->cand->conventions.lse_convention;
+    attest_conventions_apply(&r->cand->conventions, &cc);
 
     size_t outs[ATTEST_RECORD_MAX_OUTPUTS], num_out = 0;
     for (size_t i = 0; i < cc.num_tensors; i++) {

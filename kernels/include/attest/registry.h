@@ -19,7 +19,8 @@ size_t attest_builtin_candidates(const attest_candidate *const **list);
 /* Finds a built-in candidate by name; NULL if none. */
 const attest_candidate *attest_builtin_find(const char *name);
 
-/* Resolves a --candidate argument: a built-in name, or "path/lib.so:NAME" for a plugin.
+/* Resolves a --candidate argument: a built-in name, "path/lib.so:NAME" for a plugin, or an
+ * external process "py:PATH.py:NAME" / "exec:COMMAND ARG..." (attest/external.h).
  * ATTEST_ERR_NOT_FOUND with a message listing what exists when nothing matches. */
 attest_status attest_candidate_resolve(const char *spec, const attest_candidate **out)
     ATTEST_MUST_CHECK;

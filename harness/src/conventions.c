@@ -1,0 +1,123 @@
+/* Conventions by name (conventions.h). One table: adding a convention is one row. */
+#include "attest/conventions.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct convention_row {
+    const char *key;
+    attest_kernel kernel;
+    size_t offset;           /* of the int-sized enum field in attest_conventions */
+    const char *values[4];   /* value names, by enum value */
+} convention_row;
+
+#define FIELD(f) offsetof(attest_conventions, f)
+
+static const convention_row rows[] = {
+    {"masking", ATTEST_KERNEL_INDEXER, FIELD(masking), {"-inf", "0.0", "unspecified", NULL}},
+    {"lse", ATTEST_KERNEL_MLA_DECODE, FIELD(lse_convention),
+     {"excludes_sink", "includes_sink", NULL, NULL}},
+};
+
+#define NUM_ROWS (sizeof rows / sizeof rows[0])
+
+static int *field(attest_conventions *c, const convention_row *r)
+{
+    return (int *)(void *)((char *)c + r->offset);
+}
+
+static int field_value(const attest_conventions *c, const convention_row *r)
+{
+    int v;
+    memcpy(&v, (const char *)c + r->offset, sizeof v);
+    return v;
+}
+
+static int num_values(const convention_row *r)
+{
+    int n = 0;
+    while (n < 4 && r->values[n]) n++;
+    return n;
+}
+
+attest_conventions attest_conventions_default(void)
+{
+    attest_conventions c;
+    memset(&c, 0, sizeof c); /* every default is the enum's 0 */
+    return c;
+}
+
+attest_status attest_convention_set(attest_conventions *c, const char *key, const char *value)
+{
+    for (size_t i = 0; i < NUM_ROWS; i++) {
+        if (strcmp(rows[i].key, key) != 0) continue;
+        char known[128] = "";
+        size_t used = 0;
+        for (int v = 0; v < num_values(&rows[i]); v++) {
+            if (strcmp(rows[i].values[v], value) == 0) {
+                *field(c, &rows[i]) = v;
+                return ATTEST_OK;
+            }
+            int w = snprintf(known + used, sizeof known - used, "%s%s", v ? ", " : "",
+                             rows[i].values[v]);
+            if (w > 0 && (size_t)w < sizeof known - used) used += (size_t)w;
+        }
+        return attest_fail(ATTEST_ERR_NOT_FOUND, "convention %s: unknown value '%s' (known: %s)",
+                           key, value, known);
+    }
+    char keys[160] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < NUM_ROWS; i++) {
+        int w = snprintf(keys + used, sizeof keys - used, "%s%s", i ? ", " : "", rows[i].key);
+        if (w > 0 && (size_t)w < sizeof keys - used) used += (size_t)w;
+    }
+    return attest_fail(ATTEST_ERR_NOT_FOUND, "unknown convention '%s' (known: %s)", key, keys);
+}
+
+size_t attest_conventions_format(const attest_conventions *c, attest_kernel kernel, char *buf,
+                                 size_t cap)
+{
+    size_t used = 0;
+    if (cap) buf[0] = '\0';
+    for (size_t i = 0; i < NUM_ROWS; i++) {
+        if (rows[i].kernel != kernel) continue;
+        const int v = field_value(c, &rows[i]);
+        const char *name = v >= 0 && v < num_values(&rows[i]) ? rows[i].values[v] : "unknown";
+        int w = snprintf(buf + used, cap > used ? cap - used : 0, "%s%s=%s", used ? "," : "",
+                         rows[i].key, name);
+        if (w < 0) break;
+        used += (size_t)w;
+        if (used >= cap) return cap ? cap - 1 : 0;
+    }
+    return used;
+}
+
+attest_status attest_conventions_validate(const attest_conventions *c)
+{
+    for (size_t i = 0; i < NUM_ROWS; i++) {
+        const int v = field_value(c, &rows[i]);
+        ATTEST_RETURN_IF(v < 0 || v >= num_values(&rows[i]), ATTEST_ERR_FORMAT,
+                         "unknown %s convention %d", rows[i].key, v);
+    }
+    return ATTEST_OK;
+}
+
+void attest_conventions_apply(const attest_conventions *c, attest_case *cc)
+{
+    if (cc->kernel == ATTEST_KERNEL_INDEXER) {
+        cc->params.indexer.masking = c->masking;
+    } else {
+        cc->params.mla.lse_convention = c->lse_convention;
+    }
+}
+
+attest_conventions attest_conventions_of_case(const attest_case *c)
+{
+    attest_conventions k = attest_conventions_default();
+    if (c->kernel == ATTEST_KERNEL_INDEXER) {
+        k.masking = c->params.indexer.masking;
+    } else {
+        k.lse_convention = c->params.mla.lse_convention;
+    }
+    return k;
+}
