@@ -6,6 +6,8 @@
 
 #include "attest/candidate.h"
 #include "attest/case.h"
+#include "attest/conventions.h"
+#include "attest/external.h"
 #include "attest/layout.h"
 #include "attest/policy.h"
 #include "attest/registry.h"
@@ -14,6 +16,7 @@
 
 #define VERB "list"
 #define MAX_LOADED 32
+#define CONVENTIONS_WIDTH 20
 
 static void usage(FILE *f)
 {
@@ -60,18 +63,16 @@ static int print_layouts(void)
     return 0;
 }
 
-static const char *convention_of(const attest_candidate *c)
-{
-    if (c->kernel == ATTEST_KERNEL_INDEXER) return attest_masking_name(c->conventions.masking);
-    return attest_lse_convention_name(c->conventions.lse_convention);
-}
-
 static void print_candidate(const attest_candidate *c, const char *spec)
 {
     const char *kernel = attest_kernel_name(c->kernel);
-    printf("  %-36s %-10s %-6s %-13s %s\n", c->name, kernel ? kernel : "?",
-           c->domain == ATTEST_DOMAIN_DEVICE ? "device" : "host", convention_of(c),
-           c->description ? c->description : "");
+    char conv[160];
+    attest_conventions_format(&c->conventions, c->kernel, conv, sizeof conv);
+    /* An external process declares its own domain; the harness hands it host memory. */
+    const char *ext = attest_external_domain(c);
+    const char *domain = ext ? ext : c->domain == ATTEST_DOMAIN_DEVICE ? "device" : "host";
+    printf("  %-36s %-10s %-6s %-*s %s\n", c->name, kernel ? kernel : "?", domain,
+           CONVENTIONS_WIDTH, conv, c->description ? c->description : "");
     if (spec) printf("  %-36s (from %s)\n", "", spec);
 }
 
@@ -115,8 +116,8 @@ int attest_cmd_list(int argc, char **argv)
     print_kernels();
     if (print_layouts() != 0) return ATTEST_EXIT_USAGE;
 
-    printf("\ncandidates:\n  %-36s %-10s %-6s %-13s %s\n", "name", "kernel", "domain",
-           "convention", "description");
+    printf("\ncandidates:\n  %-36s %-10s %-6s %-*s %s\n", "name", "kernel", "domain",
+           CONVENTIONS_WIDTH, "conventions", "description");
     const attest_candidate *const *list;
     size_t n = attest_builtin_candidates(&list);
     for (size_t i = 0; i < n; i++) print_candidate(list[i], NULL);

@@ -22,6 +22,7 @@
 #define EXT_OUTPUT_LIMIT ((size_t)1 << 20)  /* trim the output file past 1 MiB */
 #define EXT_START_TIMEOUT_S 120.0           /* load: importing torch and triton can be slow */
 #define EXT_STOP_GRACE_S 2.0
+#define EXT_FAULTS_PRINTED 3                /* faults whose output tail goes to stderr */
 #define EXT_START_RETRIES 3                 /* consecutive start failures before giving up */
 
 typedef struct external_def {
@@ -40,6 +41,7 @@ typedef struct external_state {
     const external_def *def;
     ext_proc proc;
     uint64_t sequence;                      /* run messages sent */
+    int faults_printed;
     int start_failures;
     char start_error[200];
 } external_state;
@@ -435,9 +437,14 @@ static int fault(external_state *s, exec_run_info *info, exec_outcome outcome, c
                  tail) >= (int)sizeof info->message)
         info->message[sizeof info->message - 1] = '\0';
     info->outcome = outcome;
-    char who[96];
-    snprintf(who, sizeof who, "candidate %s (pid %d)", s->def->name, (int)s->proc.pid);
-    ext_proc_print_tail(&s->proc, who, 12);
+    /* The full tail on stderr for the first few faults; a campaign of crashes stays readable. */
+    if (s->faults_printed < EXT_FAULTS_PRINTED) {
+        char who[160];
+        snprintf(who, sizeof who, "candidate %s (pid %d)%s", s->def->name, (int)s->proc.last_pid,
+                 ++s->faults_printed == EXT_FAULTS_PRINTED ? ", printed for its first faults only"
+                                                           : "");
+        ext_proc_print_tail(&s->proc, who, 12);
+    }
     ext_proc_stop(&s->proc, 0.0);
     return -1;
 }

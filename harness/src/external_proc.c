@@ -112,6 +112,10 @@ attest_status ext_proc_start(ext_proc *p, char *const argv[], char *const env_ad
                          "external: cannot create the shared region: %s", strerror(errno));
         ATTEST_FORWARD(ext_proc_reserve(p, (size_t)1 << 20));
     }
+    /* Each process's output starts empty: a tail quoted later is this process's own. */
+    if (ftruncate(p->out_fd, 0) != 0) return attest_fail(ATTEST_ERR_CHILD,
+                                                         "external: cannot empty the output file: %s",
+                                                         strerror(errno));
     /* The environment: ours plus env_add (which wins). Built before fork: malloc is not safe
      * in the child of a threaded process. */
     size_t n_env = 0, n_add = 0;
@@ -162,6 +166,7 @@ attest_status ext_proc_start(ext_proc *p, char *const argv[], char *const env_ad
     while (r < 0 && errno == EINTR);
     close(ep[0]);
     p->pid = pid;
+    p->last_pid = pid;
     p->sock = sv[0];
     p->rlen = 0;
     p->consumed = 0;

@@ -23,6 +23,7 @@
 
 typedef struct ext_proc {
     pid_t pid;        /* 0 when not running */
+    pid_t last_pid;   /* the most recent process, for messages after it is gone */
     int sock;         /* our end of the control channel */
     int pidfd;        /* readable when the process exits (-1 without pidfd_open) */
     int out_fd;       /* the stdout/stderr file */
