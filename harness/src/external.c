@@ -42,6 +42,8 @@ typedef struct external_state {
     ext_proc proc;
     uint64_t sequence;                      /* run messages sent */
     int faults_printed;
+    uint64_t sent_key;                      /* the table the process last received */
+    pid_t sent_pid;                         /* ... and which process received it */
     int start_failures;
     char start_error[200];
 } external_state;
@@ -486,6 +488,10 @@ static int handle_reply(external_state *s, exec_run_info *info, const char *line
             snprintf(what, sizeof what, "the candidate's outputs cannot be taken: %s",
                      msg ? msg : "?");
             rc = fault(s, info, EXEC_HARNESS_ERROR, what);
+        } else if (kind && strcmp(kind, "protocol") == 0) {
+            snprintf(what, sizeof what, "the process did not follow the protocol: %s",
+                     msg ? msg : "?");
+            rc = fault(s, info, EXEC_HARNESS_ERROR, what);
         } else {
             snprintf(what, sizeof what, "the candidate raised %s", msg ? msg : "an error");
             rc = fault(s, info, EXEC_CRASH, what);
@@ -534,27 +540,32 @@ static int external_run(void *ctx, const attest_kernel_args *args)
     }
     memcpy(s->proc.shm, info->region, info->region_bytes);
 
-    static _Thread_local char msg[16384], tensors[8192];
-    strbuf tb = {tensors, 0, sizeof tensors, 0};
+    /* The table (kernel, conventions, params, tensors) goes only when it differs from the last
+     * one this process received: a re-run, or a case of the same shapes, is a short line. */
+    static _Thread_local char msg[16384], table[12288];
+    char conv[160];
+    attest_conventions_format(&d->cand.conventions, d->cand.kernel, conv, sizeof conv);
+    strbuf tb = {table, 0, sizeof table, 0};
+    sb_add(&tb, "\"kernel\":\"%s\",\"conventions\":\"%s\",\"params\":",
+           attest_kernel_name(info->placed->kernel), conv);
+    params_json(&tb, info->placed);
+    sb_add(&tb, ",\"tensors\":");
     tensors_json(&tb, info->placed, info->region);
+    const uint64_t key = layout_key(table, tb.used, info->region_bytes);
     strbuf mb = {msg, 0, sizeof msg, 0};
     s->sequence++;
     sb_add(&mb, "{\"op\":\"run\",\"case\":%" PRIu64 ",\"size\":%zu,\"map\":%zu,"
-                "\"layout\":\"%016" PRIx64 "\",\"check_supports\":%d,\"kernel\":\"%s\","
-                "\"conventions\":\"",
-           s->sequence, info->region_bytes, s->proc.shm_cap,
-           layout_key(tensors, tb.used, info->region_bytes), info->check_supports,
-           attest_kernel_name(info->placed->kernel));
-    char conv[160];
-    attest_conventions_format(&d->cand.conventions, d->cand.kernel, conv, sizeof conv);
-    sb_add(&mb, "%s\",\"params\":", conv);
-    params_json(&mb, info->placed);
-    sb_add(&mb, ",\"tensors\":%s}", tensors);
+                "\"layout\":\"%016" PRIx64 "\",\"check_supports\":%d",
+           s->sequence, info->region_bytes, s->proc.shm_cap, key, info->check_supports);
+    if (key != s->sent_key || s->sent_pid != s->proc.pid) sb_add(&mb, ",%s", table);
+    sb_add(&mb, "}");
     if (tb.overflow || mb.overflow) {
         info->outcome = EXEC_HARNESS_ERROR;
         snprintf(info->message, sizeof info->message, "external: the run message overflowed");
         return -1;
     }
+    s->sent_key = key;
+    s->sent_pid = s->proc.pid;
     if (ext_proc_send(&s->proc, msg, mb.used) != 0) {
         char how[80];
         ext_proc_describe_exit(&s->proc, EXT_STOP_GRACE_S, how, sizeof how);

@@ -83,16 +83,27 @@ class HostViews:
             self.cache_key = None
         return self.base[:msg["size"]]
 
-    def tensors(self, msg):
-        self.region(msg)
-        if msg["layout"] != self.cache_key:
+    def tensors(self, table):
+        """Views of the tensors of a table (the region mapped by region())."""
+        if table.key != self.cache_key:
             views = {}
-            for t in msg["tensors"]:
+            for t in table.tensors:
                 raw = self.base[t["offset"]:t["offset"] + t["nbytes"]]
                 views[t["name"]] = raw.view(NUMPY_DTYPES[t["dtype"]]).reshape(t["shape"])
             self.cached = views
-            self.cache_key = msg["layout"]
+            self.cache_key = table.key
         return self.cached
+
+
+class Table:
+    """What a run message says about its case when the case's shapes or parameters changed:
+    kept, and reused by the short messages that follow (re-runs, cases of the same shapes)."""
+
+    def __init__(self, msg):
+        self.key = msg["layout"]
+        self.tensors = msg["tensors"]
+        self.outputs = {t["name"] for t in self.tensors if t["role"] == "output"}
+        self.params = _params(msg)
 
 
 class OutputError(Exception):
@@ -106,9 +117,9 @@ def _params(msg):
     return p
 
 
-def _take_outputs(msg, views, given, returned):
+def _take_outputs(table, views, given, returned):
     """Copies outputs the candidate returned (or put in the mapping) into the views."""
-    outputs = {t["name"] for t in msg["tensors"] if t["role"] == "output"}
+    outputs = table.outputs
     pending = {}
     for name in outputs:
         if given.get(name) is not views[name]:
@@ -148,6 +159,7 @@ def serve_declared(decl, channel=None):
                           f"{type(e).__name__}: {e}")
             return
     channel.send(decl.hello())
+    table = None
     while True:
         msg = channel.receive()
         if msg is None or msg.get("op") == "stop":
@@ -158,17 +170,24 @@ def serve_declared(decl, channel=None):
             continue
         case = msg["case"]
         try:
-            p = _params(msg)
+            if "tensors" in msg:
+                table = Table(msg)
+            elif table is None or table.key != msg["layout"]:
+                channel.send({"op": "error", "case": case, "kind": "protocol",
+                              "message": f"no table for layout {msg['layout']}"})
+                continue
+            p = table.params
             if msg["check_supports"] and decl.supports is not None and not decl.supports(p):
                 channel.send({"op": "unsupported", "case": case})
                 continue
-            views = host.tensors(msg)
+            host.region(msg)
             if device is None:
+                views = host.tensors(table)
                 given = dict(views)
                 returned = decl.fn(given, p)
-                _take_outputs(msg, views, given, returned)
+                _take_outputs(table, views, given, returned)
             else:
-                device.run(decl.fn, msg, host, p, _take_outputs)
+                device.run(decl.fn, msg, table, host, p, _take_outputs)
         except OutputError as e:
             channel.send({"op": "error", "case": case, "kind": "output", "message": str(e)})
             continue
@@ -177,4 +196,4 @@ def serve_declared(decl, channel=None):
             channel.send({"op": "error", "case": case, "kind": "exception",
                           "message": f"{type(e).__name__}: {e}"[:400]})
             continue
-        channel.send({"op": "done", "case": case})
+        channel.sock.sendall(b'{"op":"done","case":%d}\n' % case)

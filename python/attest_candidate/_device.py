@@ -29,22 +29,22 @@ class DeviceViews:
             self.host_key = key
         return self.host_t
 
-    def run(self, fn, msg, host, p, take_outputs):
+    def run(self, fn, msg, table, host, p, take_outputs):
         size = msg["size"]
         host_t = self._host_tensor(host, msg)
         if self.dev.numel() < size:
             self.dev = torch.empty(size, dtype=torch.uint8, device="cuda")
             self.cache_key = None
-        if msg["layout"] != self.cache_key:
+        if table.key != self.cache_key:
             views = {}
-            for t in msg["tensors"]:
+            for t in table.tensors:
                 raw = self.dev[t["offset"]:t["offset"] + t["nbytes"]]
                 views[t["name"]] = raw.view(TORCH_DTYPES[t["dtype"]]).view(t["shape"])
             self.views = views
-            self.cache_key = msg["layout"]
+            self.cache_key = table.key
         self.dev[:size].copy_(host_t)
         given = dict(self.views)
         returned = fn(given, p)
-        take_outputs(msg, self.views, given, returned)
+        take_outputs(table, self.views, given, returned)
         torch.cuda.synchronize()
         host_t.copy_(self.dev[:size])
