@@ -112,7 +112,7 @@ def main():
             ("exits", "CRASH", "exited with status 3"),
             ("segfault", "CRASH", "killed by SIGSEGV"),
             ("hangs", "TIMEOUT", "no answer within the time limit")):
-        extra = ("--timeout", "2") if name == "hangs" else ()
+        extra = ("--timeout", "4") if name == "hangs" else ()
         rc, out, err, pids = fault_run(name, *extra, at=3, cases=6)
         v = verdicts(out)
         check(rc == 1 and v.get(verdict) == 1 and v.get("OK") == 5,
