@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attest/reference.h"
 #include "attest/build_info.h"
 #include "attest/casefile.h"
 #include "attest/registry.h"
@@ -447,7 +448,7 @@ static int cmd_make(int argc, char **argv)
                                           m.src.cand->name,
                                           attest_kernel_name(m.src.cand->kernel));
         attest_runner_options ro = attest_runner_defaults();
-        ro.reference = attest_engine_reference;
+        ro.reference = attest_ref_simulated;
         if (attest_runner_create(m.src.cand, &ro, &m.src.runner) != ATTEST_OK)
             return attest_cli_usage_error(VERB, "%s", attest_last_error());
         snprintf(expected_desc, sizeof expected_desc, "outputs of candidate %s (its dtypes)",

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attest/reference.h"
 #include "attest/casefile.h"
 #include "attest/generator.h"
 #include "attest/registry.h"
@@ -295,7 +296,7 @@ int attest_cmd_replay(int argc, char **argv)
         opt.timeout_seconds = a.timeout;
         opt.isolate = !a.no_isolate;
         opt.policy = policy;
-        opt.reference = attest_engine_reference;
+        opt.reference = attest_ref_simulated;
         st = attest_runner_create(cand, &opt, &runner);
     }
     if (st == ATTEST_OK) st = attest_runner_judge(runner, &c, &rec, &kept);

@@ -313,7 +313,7 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
         ATTEST_FORWARD(attest_policy_default(&own_policy));
         opt.runner.policy = own_policy;
     }
-    if (opt.runner.reference == NULL) opt.runner.reference = attest_engine_reference;
+    if (opt.runner.reference == NULL) opt.runner.reference = attest_ref_simulated;
     for (size_t j = 0; j < num_jobs; j++)
         totals->planned += jobs[j].use_case_seed ? 1 : jobs[j].cases;
 

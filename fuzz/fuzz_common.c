@@ -50,11 +50,6 @@ const attest_candidate *fuzz_candidate(const char *fallback)
     return cached;
 }
 
-static attest_status reference_simulated(const attest_case *c, double **outputs)
-{
-    return attest_ref_compute(c, ATTEST_REF_SIMULATED, outputs);
-}
-
 static attest_results_writer *fuzz_results;
 static char fuzz_command_line[2048] = "libFuzzer target";
 
@@ -147,7 +142,7 @@ static void fuzz_state_init(const attest_candidate *cand)
     opt.isolate = 0;
     opt.reruns = 1;
     opt.policy = state.policy;
-    opt.reference = reference_simulated;
+    opt.reference = attest_ref_simulated;
     if (attest_runner_create(cand, &opt, &state.runner) != ATTEST_OK) {
         fprintf(stderr, "fuzz: runner: %s\n", attest_last_error());
         abort();

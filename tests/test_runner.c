@@ -253,17 +253,21 @@ static void test_mla_outputs(void **state)
     }
 }
 
-static attest_status slow_reference(const attest_case *c, double **out)
+static attest_status slow_reference(const attest_case *c, const attest_bound_model *models,
+                                    double **out, double **bounds)
 {
     struct timespec ts = {0, 700 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    return toy_reference(c, out);
+    return toy_reference(c, models, out, bounds);
 }
 
-static attest_status failing_reference(const attest_case *c, double **out)
+static attest_status failing_reference(const attest_case *c, const attest_bound_model *models,
+                                       double **out, double **bounds)
 {
     (void)c;
+    (void)models;
     (void)out;
+    (void)bounds;
     return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "toy reference refuses");
 }
 

@@ -127,10 +127,46 @@ static double code_distance(double r, uint32_t cbits, attest_dtype dtype)
     return (double)(d < 0 ? -d : d);
 }
 
+/* One step (unit in the last place) of dtype at magnitude x >= 0, subnormal steps included. */
+static double dtype_step(attest_dtype dtype, double x)
+{
+    const int mant = dtype == ATTEST_DTYPE_BF16 ? 7 : 23;
+    const int min_exp = -126; /* both share float32's exponent range */
+    int e = min_exp;
+    if (x > 0 && isfinite(x)) {
+        int fe;
+        (void)frexp(x, &fe);
+        e = fe - 1 > min_exp ? fe - 1 : min_exp;
+    }
+    return ldexp(1.0, e - mant);
+}
+
+double attest_element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r, double b)
+{
+    const double kb = tol->bound_factor * (isfinite(b) ? b : INFINITY);
+    if (!isfinite(kb)) return INFINITY;
+    return kb + 0.5 * dtype_step(dtype, fabs(r) + kb);
+}
+
+static int bounded(const attest_tolerance *tol, const double *bound)
+{
+    return bound != NULL && tol->bound_factor >= 0;
+}
+
 attest_status attest_compare_tensor(const double *ref, const void *cand, attest_dtype cand_dtype,
                                     size_t count, const int64_t *shape, int32_t rank,
                                     const uint8_t *compare_mask, uint32_t poison_bits,
                                     const attest_tolerance *tol, attest_tensor_metrics *m)
+{
+    return attest_compare_tensor_bounded(ref, NULL, cand, cand_dtype, count, shape, rank,
+                                         compare_mask, poison_bits, tol, m);
+}
+
+attest_status attest_compare_tensor_bounded(const double *ref, const double *bound, const void *cand,
+                                            attest_dtype cand_dtype, size_t count,
+                                            const int64_t *shape, int32_t rank,
+                                            const uint8_t *compare_mask, uint32_t poison_bits,
+                                            const attest_tolerance *tol, attest_tensor_metrics *m)
 {
     ATTEST_RETURN_IF(m == NULL || tol == NULL, ATTEST_ERR_INVALID_ARGUMENT,
                      "compare: metrics and tolerance must not be NULL");
@@ -153,6 +189,7 @@ attest_status attest_compare_tensor(const double *ref, const void *cand, attest_
                          (unsigned long long)prod, count);
     }
     ATTEST_FORWARD(check_tolerance(tol));
+    const int use_bounds = bounded(tol, bound);
 
     char name[sizeof m->output];
     memcpy(name, m->output, sizeof name);
@@ -173,11 +210,12 @@ attest_status attest_compare_tensor(const double *ref, const void *cand, attest_
     }
     double atol = tol->atol;
     if (tol->atol_ref_scale * max_abs_ref > atol) atol = tol->atol_ref_scale * max_abs_ref;
-    m->atol_effective = atol;
+    m->atol_effective = use_bounds ? 0.0 : atol;
 
     const uint32_t poison =
         cand_dtype == ATTEST_DTYPE_BF16 ? (poison_bits & 0xFFFFu) : poison_bits;
-    double sum_sq_diff = 0, sum_sq_ref = 0, sum_sq_both = 0, worst_abs = -1;
+    double sum_sq_diff = 0, sum_sq_ref = 0, sum_sq_both = 0, sum_sq_tol = 0;
+    int informative = 0; /* some reference exceeds its own tolerance (bounds on) */
     for (size_t i = 0; i < count; ++i) {
         if (compare_mask != NULL && !compare_mask[i]) continue;
         ++m->count;
@@ -200,9 +238,22 @@ attest_status attest_compare_tensor(const double *ref, const void *cand, attest_
 
         ++m->finite_pairs;
         const double diff = c - r, ad = fabs(diff);
-        if (!(ad <= atol || ad <= tol->rtol * fabs(r))) ++m->element_failures;
-        if (ad > worst_abs) {
-            worst_abs = ad;
+        /* The element's own tolerance; without bounds the larger of atol and rtol * |r|. */
+        double t;
+        if (use_bounds) {
+            t = attest_element_tolerance(tol, cand_dtype, r, bound[i]);
+            if (fabs(r) > t) informative = 1;
+            if (t > m->atol_effective) m->atol_effective = t;
+            sum_sq_tol += isfinite(t) ? t * t : INFINITY;
+        } else {
+            t = fmax(atol, tol->rtol * fabs(r));
+        }
+        const int fails = !(ad <= t);
+        if (fails) ++m->element_failures;
+        const double ratio = ad == 0 ? 0.0 : (t > 0 ? ad / t : INFINITY);
+        if (ratio > m->worst_ratio || (m->finite_pairs == 1 && ratio == 0)) {
+            m->worst_ratio = ratio;
+            m->worst_tol = t;
             unravel(i, shape, rank, &m->worst);
             m->worst_ref = r;
             m->worst_cand = c;
@@ -215,7 +266,7 @@ attest_status attest_compare_tensor(const double *ref, const void *cand, attest_
         sum_sq_diff += diff * diff;
         sum_sq_ref += r * r;
         sum_sq_both += r * r + c * c;
-        if (ad > atol) {
+        if (use_bounds ? fails : ad > atol) {
             double steps = code_distance(r, cbits, cand_dtype);
             if (steps > m->max_code_distance) m->max_code_distance = steps;
         }
@@ -229,14 +280,27 @@ attest_status attest_compare_tensor(const double *ref, const void *cand, attest_
     else
         m->nmse = sum_sq_diff > 0 ? INFINITY : 0.0;
 
-    m->vacuous = finite_refs == 0 || max_abs_ref < tol->vacuity_factor * tol->atol;
+    if (use_bounds)
+        m->vacuous = finite_refs == 0 || !informative;
+    else
+        m->vacuous = finite_refs == 0 || max_abs_ref < tol->vacuity_factor * tol->atol;
 
+    /* With bounds, the energy gates never ask for less error than the element bounds allow
+     * together: a correct kernel with every element at its bound passes them. */
+    double cos_max = tol->cos_diff_max, nmse_max = tol->nmse_max;
+    if (use_bounds) {
+        if (sum_sq_both > 0 && sum_sq_tol / sum_sq_both > cos_max) cos_max = sum_sq_tol / sum_sq_both;
+        if (nmse_max >= 0) {
+            double allowed = sum_sq_ref > 0 ? sum_sq_tol / sum_sq_ref : (sum_sq_tol > 0 ? INFINITY : 0);
+            if (allowed > nmse_max) nmse_max = allowed;
+        }
+    }
     uint32_t failed = 0;
     if (m->nonfinite_mismatches > 0) failed |= ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE);
     if (m->element_fail_fraction > tol->max_fail_fraction)
         failed |= ATTEST_GATE_BIT(ATTEST_GATE_ELEMENT);
-    if (!(m->cos_diff <= tol->cos_diff_max)) failed |= ATTEST_GATE_BIT(ATTEST_GATE_COSINE);
-    if (tol->nmse_max >= 0 && !(m->nmse <= tol->nmse_max)) failed |= ATTEST_GATE_BIT(ATTEST_GATE_NMSE);
+    if (!(m->cos_diff <= cos_max)) failed |= ATTEST_GATE_BIT(ATTEST_GATE_COSINE);
+    if (tol->nmse_max >= 0 && !(m->nmse <= nmse_max)) failed |= ATTEST_GATE_BIT(ATTEST_GATE_NMSE);
     if (tol->max_code_distance >= 0 && m->max_code_distance > tol->max_code_distance)
         failed |= ATTEST_GATE_BIT(ATTEST_GATE_CODE);
     if (m->unwritten > 0) failed |= ATTEST_GATE_BIT(ATTEST_GATE_UNWRITTEN);
@@ -265,9 +329,9 @@ static attest_status mark_set(uint8_t *marks, int32_t len, const int32_t *set, i
 
 /* The row comparison; *cand_bad tells a malformed candidate (a verdict for the caller) from a
  * malformed reference set (a harness bug). */
-static attest_status topk_row(const double *ref_scores, int32_t len, const int32_t *cand_set,
-                              const int32_t *ref_set, int32_t k, double tie_atol, double tie_rtol,
-                              double *recall, int *cand_bad)
+static attest_status topk_row(const double *ref_scores, const double *elem_tol, int32_t len,
+                              const int32_t *cand_set, const int32_t *ref_set, int32_t k,
+                              double tie_atol, double tie_rtol, double *recall, int *cand_bad)
 {
     *cand_bad = 0;
     ATTEST_RETURN_IF(recall == NULL || k < 0 || len < 0, ATTEST_ERR_INVALID_ARGUMENT,
@@ -298,17 +362,25 @@ static attest_status topk_row(const double *ref_scores, int32_t len, const int32
 
     /* The k-th reference score, recomputed from the scores rather than trusted from the order. */
     double kth = INFINITY;
+    int32_t kth_pos = -1;
     for (int32_t j = 0; j < k; ++j)
-        if (ref_set[j] != -1 && ref_scores[ref_set[j]] < kth) kth = ref_scores[ref_set[j]];
+        if (ref_set[j] != -1 && (kth_pos < 0 || ref_scores[ref_set[j]] < kth)) {
+            kth = ref_scores[ref_set[j]];
+            kth_pos = ref_set[j];
+        }
     double band = fmax(tie_atol, tie_rtol * fabs(kth));
     if (!isfinite(band)) band = isfinite(tie_atol) ? tie_atol : 0.0;
-    const double lo = kth - band, hi = kth + band;
+    /* With element tolerances, the k-th score may itself be off by its own tolerance, and a
+     * position p by T_p: p and the k-th may swap when their intervals touch. */
+    const double kth_tol = elem_tol != NULL ? elem_tol[kth_pos] : 0.0;
+    const double lo = kth - band - kth_tol, hi = kth + band + kth_tol;
 
     int32_t common = 0, extra_ties = 0, missed_ties = 0;
     for (int32_t p = 0; p < len; ++p) {
+        const double tp = elem_tol != NULL ? elem_tol[p] : 0.0;
         if (marks[p] == 3u) ++common;
-        else if (marks[p] == 2u && ref_scores[p] >= lo) ++extra_ties;
-        else if (marks[p] == 1u && ref_scores[p] <= hi) ++missed_ties;
+        else if (marks[p] == 2u && ref_scores[p] + tp >= lo) ++extra_ties;
+        else if (marks[p] == 1u && ref_scores[p] - tp <= hi) ++missed_ties;
     }
     free(marks);
     int32_t hits = common + (extra_ties < missed_ties ? extra_ties : missed_ties);
@@ -321,13 +393,24 @@ attest_status attest_compare_topk_row(const double *ref_scores, int32_t len, con
                                       double tie_rtol, double *recall)
 {
     int cand_bad;
-    return topk_row(ref_scores, len, cand_set, ref_set, k, tie_atol, tie_rtol, recall, &cand_bad);
+    return topk_row(ref_scores, NULL, len, cand_set, ref_set, k, tie_atol, tie_rtol, recall,
+                    &cand_bad);
 }
 
 attest_status attest_compare_topk(const double *ref_logits, int32_t rows, int32_t width,
                                   const int32_t *row_len, const int32_t *cand_sets,
                                   const int32_t *ref_sets, int32_t k, const attest_tolerance *tol,
                                   attest_tensor_metrics *m)
+{
+    return attest_compare_topk_bounded(ref_logits, NULL, rows, width, row_len, cand_sets, ref_sets,
+                                       k, tol, m);
+}
+
+attest_status attest_compare_topk_bounded(const double *ref_logits, const double *bound,
+                                          int32_t rows, int32_t width, const int32_t *row_len,
+                                          const int32_t *cand_sets, const int32_t *ref_sets,
+                                          int32_t k, const attest_tolerance *tol,
+                                          attest_tensor_metrics *m)
 {
     ATTEST_RETURN_IF(tol == NULL || m == NULL, ATTEST_ERR_INVALID_ARGUMENT,
                      "top-k: tolerance and metrics must not be NULL");
@@ -337,28 +420,45 @@ attest_status attest_compare_topk(const double *ref_logits, int32_t rows, int32_
     ATTEST_RETURN_IF(rows > 0 && (ref_logits == NULL || row_len == NULL ||
                                   (k > 0 && (cand_sets == NULL || ref_sets == NULL))),
                      ATTEST_ERR_INVALID_ARGUMENT, "top-k: inputs must not be NULL");
+    const int use_bounds = bounded(tol, bound);
+    double *row_tol = NULL;
+    if (use_bounds) {
+        row_tol = malloc((width > 0 ? (size_t)width : 1u) * sizeof *row_tol);
+        ATTEST_RETURN_IF(row_tol == NULL, ATTEST_ERR_OUT_OF_MEMORY, "top-k: out of memory");
+    }
     m->topk_checked = 1;
     m->topk_recall = 1.0;
     m->topk_worst_row = -1;
     double tie_atol = tol->topk_tie_atol;
-    if (isfinite(m->atol_effective) && 2 * m->atol_effective > tie_atol) tie_atol = 2 * m->atol_effective;
+    if (!use_bounds && isfinite(m->atol_effective) && 2 * m->atol_effective > tie_atol)
+        tie_atol = 2 * m->atol_effective;
+    attest_status st = ATTEST_OK;
     for (int32_t r = 0; r < rows; ++r) {
-        ATTEST_RETURN_IF(row_len[r] < 0 || row_len[r] > width, ATTEST_ERR_INVALID_ARGUMENT,
-                         "top-k: row %d length %d outside [0, %d]", (int)r, (int)row_len[r],
-                         (int)width);
+        if (row_len[r] < 0 || row_len[r] > width) {
+            st = attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "top-k: row %d length %d outside [0, %d]",
+                             (int)r, (int)row_len[r], (int)width);
+            break;
+        }
+        const double *scores = ref_logits + (size_t)r * (size_t)width;
+        if (row_tol != NULL)
+            for (int32_t p = 0; p < row_len[r]; ++p)
+                row_tol[p] = attest_element_tolerance(tol, ATTEST_DTYPE_F32, scores[p],
+                                                      bound[(size_t)r * (size_t)width + (size_t)p]);
         double recall = 0;
         const size_t off = (size_t)r * (size_t)k;
         int cand_bad = 0;
-        attest_status st = topk_row(ref_logits + (size_t)r * (size_t)width, row_len[r],
-                                    cand_sets + off, ref_sets + off, k, tie_atol,
-                                    tol->topk_tie_rtol, &recall, &cand_bad);
-        if (st != ATTEST_OK && !cand_bad) return st;
+        st = topk_row(scores, row_tol, row_len[r], cand_sets + off, ref_sets + off, k, tie_atol,
+                      tol->topk_tie_rtol, &recall, &cand_bad);
+        if (st != ATTEST_OK && !cand_bad) break;
         if (st != ATTEST_OK) recall = 0.0; /* a malformed candidate row is a miss, not an error */
+        st = ATTEST_OK;
         if (m->topk_worst_row < 0 || recall < m->topk_recall) {
             m->topk_recall = recall;
             m->topk_worst_row = r;
         }
     }
+    free(row_tol);
+    ATTEST_FORWARD(st);
     if (m->topk_recall < tol->topk_min_recall) m->failed_gates |= ATTEST_GATE_BIT(ATTEST_GATE_TOPK);
     return ATTEST_OK;
 }

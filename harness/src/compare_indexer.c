@@ -126,9 +126,9 @@ attest_status attest_indexer_valid_mask(const attest_case *c, uint8_t *mask)
     return ATTEST_OK;
 }
 
-attest_status indexer_topk_gate_reuse(const attest_case *c, const double *ref, const float *cand,
-                                      const attest_tolerance *tol, indexer_scratch *s,
-                                      attest_tensor_metrics *m)
+attest_status indexer_topk_gate_reuse(const attest_case *c, const double *ref, const double *bound,
+                                      const float *cand, const attest_tolerance *tol,
+                                      indexer_scratch *s, attest_tensor_metrics *m)
 {
     const int32_t *lens;
     ATTEST_FORWARD(context_lens(c, &lens));
@@ -155,14 +155,23 @@ attest_status indexer_topk_gate_reuse(const attest_case *c, const double *ref, c
         indexer_select_topk(s->scores, len, k, p->topk_rule, cand_sets + (size_t)r * k, heap);
         indexer_select_topk(ref + base, len, k, p->topk_rule, ref_sets + (size_t)r * k, heap);
     }
-    return attest_compare_topk(ref, rows, width, row_len, cand_sets, ref_sets, k, tol, m);
+    return attest_compare_topk_bounded(ref, bound, rows, width, row_len, cand_sets, ref_sets, k,
+                                       tol, m);
 }
 
 attest_status attest_indexer_topk_gate(const attest_case *c, const double *ref, const float *cand,
                                        const attest_tolerance *tol, attest_tensor_metrics *m)
 {
+    return attest_indexer_topk_gate_bounded(c, ref, NULL, cand, tol, m);
+}
+
+attest_status attest_indexer_topk_gate_bounded(const attest_case *c, const double *ref,
+                                               const double *bound, const float *cand,
+                                               const attest_tolerance *tol,
+                                               attest_tensor_metrics *m)
+{
     indexer_scratch s = {0};
-    attest_status st = indexer_topk_gate_reuse(c, ref, cand, tol, &s, m);
+    attest_status st = indexer_topk_gate_reuse(c, ref, bound, cand, tol, &s, m);
     indexer_scratch_free(&s);
     return st;
 }

@@ -37,8 +37,8 @@ typedef struct indexer_scratch {
 void indexer_scratch_free(indexer_scratch *s);
 
 /* attest_indexer_topk_gate with its buffers in `s`. */
-attest_status indexer_topk_gate_reuse(const attest_case *c, const double *ref, const float *cand,
-                                      const attest_tolerance *tol, indexer_scratch *s,
-                                      attest_tensor_metrics *m) ATTEST_MUST_CHECK;
+attest_status indexer_topk_gate_reuse(const attest_case *c, const double *ref, const double *bound,
+                                      const float *cand, const attest_tolerance *tol,
+                                      indexer_scratch *s, attest_tensor_metrics *m) ATTEST_MUST_CHECK;
 
 #endif /* ATTEST_COMPARE_INDEXER_H */

@@ -4,6 +4,8 @@
  */
 #include "attest/policy.h"
 
+#include "attest/bound.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -200,7 +202,8 @@ enum field_kind {
     FIELD_BOUND,    /* number >= 0 */
     FIELD_FRACTION, /* number in [0, 1] */
     FIELD_BOUND_OR_NULL,
-    FIELD_FRACTION_OR_NULL
+    FIELD_FRACTION_OR_NULL,
+    FIELD_FORMAT    /* a format name of bound.h, stored as its unit roundoff */
 };
 
 typedef struct field_spec {
@@ -215,17 +218,22 @@ typedef struct field_spec {
 static const field_spec entry_fields[] = {
     {"kernel", FIELD_STRING, 1, 0, 0},
     {"output", FIELD_STRING, 1, 0, 0},
-    {"atol", FIELD_BOUND, 1, TOL_AT(atol), 0},
-    {"rtol", FIELD_BOUND, 1, TOL_AT(rtol), 0},
+    /* atol and rtol are required unless bound_factor is given (checked after the table). */
+    {"atol", FIELD_BOUND, 0, TOL_AT(atol), 0},
+    {"rtol", FIELD_BOUND, 0, TOL_AT(rtol), 0},
     {"max_fail_fraction", FIELD_FRACTION, 1, TOL_AT(max_fail_fraction), 0},
     {"cos_diff_max", FIELD_BOUND, 1, TOL_AT(cos_diff_max), 0},
     {"nmse_max", FIELD_BOUND_OR_NULL, 1, TOL_AT(nmse_max), -1},
     {"max_code_distance", FIELD_BOUND_OR_NULL, 1, TOL_AT(max_code_distance), -1},
-    {"vacuity_factor", FIELD_BOUND, 1, TOL_AT(vacuity_factor), 0},
+    {"vacuity_factor", FIELD_BOUND, 0, TOL_AT(vacuity_factor), 0},
     {"atol_ref_scale", FIELD_BOUND, 0, TOL_AT(atol_ref_scale), 0},
     {"topk_min_recall", FIELD_FRACTION_OR_NULL, 0, TOL_AT(topk_min_recall), -1},
     {"topk_tie_atol", FIELD_BOUND, 0, TOL_AT(topk_tie_atol), 0},
     {"topk_tie_rtol", FIELD_BOUND, 0, TOL_AT(topk_tie_rtol), 0},
+    {"bound_factor", FIELD_BOUND_OR_NULL, 0, TOL_AT(bound_factor), -1},
+    {"accumulation", FIELD_FORMAT, 0, TOL_AT(model.u_accum), 0x1p-24},
+    {"probabilities", FIELD_FORMAT, 0, TOL_AT(model.u_probs), 0x1p-24},
+    {"dequantized_kv", FIELD_FORMAT, 0, TOL_AT(model.u_kv), 0.0},
     {"source", FIELD_STRING, 1, 0, 0},
 };
 #define NUM_ENTRY_FIELDS (sizeof entry_fields / sizeof entry_fields[0])
@@ -299,10 +307,28 @@ static attest_status parse_entry(const parse_ctx *ctx, long idx, json_t *obj, po
             ATTEST_FORWARD(copy_string(ctx, idx, spec->key, val, e->output, sizeof e->output));
         } else if (strcmp(spec->key, "source") == 0) {
             ATTEST_FORWARD(copy_string(ctx, idx, spec->key, val, e->tol.source, sizeof e->tol.source));
+        } else if (spec->kind == FIELD_FORMAT) {
+            char format[32];
+            ATTEST_FORWARD(copy_string(ctx, idx, spec->key, val, format, sizeof format));
+            double *dst = (double *)((char *)&e->tol + spec->offset);
+            if (attest_format_unit_roundoff(format, dst) != ATTEST_OK)
+                return schema_error(ctx, idx, spec->key,
+                                    "unknown format (expected fp32, tf32, fp16, bf16, "
+                                    "hopper-fp8-mma or exact)");
         } else {
             double *dst = (double *)((char *)&e->tol + spec->offset);
             ATTEST_FORWARD(check_number(ctx, idx, spec, val, dst));
         }
+    }
+    /* Without computed bounds the element gate is atol OR rtol, so both must be stated. */
+    if (e->tol.bound_factor < 0) {
+        if (json_object_get(obj, "atol") == NULL)
+            return schema_error(ctx, idx, "atol", "required field is missing (no bound_factor)");
+        if (json_object_get(obj, "rtol") == NULL)
+            return schema_error(ctx, idx, "rtol", "required field is missing (no bound_factor)");
+        if (json_object_get(obj, "vacuity_factor") == NULL)
+            return schema_error(ctx, idx, "vacuity_factor",
+                                "required field is missing (no bound_factor)");
     }
     int known = 0;
     for (size_t i = 0; i < sizeof known_outputs / sizeof known_outputs[0]; ++i)

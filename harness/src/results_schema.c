@@ -12,9 +12,9 @@
  * sizes change: add the field below, bump ATTEST_RESULTS_SCHEMA_VERSION and document it in
  * docs/results-format.md. */
 _Static_assert(sizeof(attest_verdict) == sizeof(int32_t), "verdict is stored as int32");
-_Static_assert(sizeof(attest_tensor_metrics) == 304,
+_Static_assert(sizeof(attest_tensor_metrics) == 320,
                "attest_tensor_metrics changed: update the results schema (results_schema.c)");
-_Static_assert(sizeof(attest_case_record) == 1384,
+_Static_assert(sizeof(attest_case_record) == 1416,
                "attest_case_record changed: update the results schema (results_schema.c)");
 
 typedef enum field_kind { F_U64, F_I64, F_U32, F_I32, F_F64, F_STR, F_I64X4 } field_kind;
@@ -76,6 +76,8 @@ static const field_def output_fields[] = {
     {"worst_index", F_I64X4, MET(worst.index), 0},
     {"worst_ref", F_F64, MET(worst_ref), 0},
     {"worst_cand", F_F64, MET(worst_cand), 0},
+    {"worst_ratio", F_F64, MET(worst_ratio), 0},
+    {"worst_tol", F_F64, MET(worst_tol), 0},
     {"max_abs", F_F64, MET(max_abs), 0},
     {"max_rel", F_F64, MET(max_rel), 0},
     {"cos_diff", F_F64, MET(cos_diff), 0},

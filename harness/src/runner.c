@@ -9,6 +9,7 @@
 
 #include "arena.h"
 #include "attest/conventions.h"
+#include "attest/policy.h"
 #include "execute.h"
 #include "runner_internal.h"
 #include "worker.h"
@@ -25,6 +26,9 @@ struct attest_runner {
     runner_scratch scratch;
     double *ref[ATTEST_RECORD_MAX_OUTPUTS];
     size_t ref_cap[ATTEST_RECORD_MAX_OUTPUTS];
+    double *bound[ATTEST_RECORD_MAX_OUTPUTS]; /* element error bounds; unused without them */
+    size_t bound_cap[ATTEST_RECORD_MAX_OUTPUTS];
+    int bounded;                              /* this case's bounds were computed */
     uint8_t *first[ATTEST_RECORD_MAX_OUTPUTS]; /* outputs of the first run */
     size_t first_cap[ATTEST_RECORD_MAX_OUTPUTS];
 };
@@ -84,6 +88,7 @@ void attest_runner_destroy(attest_runner *r)
     runner_scratch_free(&r->scratch);
     for (int i = 0; i < ATTEST_RECORD_MAX_OUTPUTS; i++) {
         free(r->ref[i]);
+        free(r->bound[i]);
         free(r->first[i]);
     }
     free(r);
@@ -131,16 +136,38 @@ typedef struct findings {
     char ref_msg[200];
 } findings;
 
+/* The arithmetic models of the case's outputs when the policy asks for computed bounds for
+ * any of them (1), else 0; -1 when an output has no policy entry (the comparison reports it). */
+static int bound_models(const attest_policy *policy, const attest_case *cc, const size_t *outs,
+                        size_t num_out, attest_bound_model *models)
+{
+    int any = 0;
+    for (size_t k = 0; k < num_out; k++) {
+        attest_tolerance tol;
+        if (attest_policy_lookup(policy, cc->kernel, cc->tensors[outs[k]].name, &tol) != ATTEST_OK) {
+            attest_clear_error();
+            return -1;
+        }
+        models[k] = tol.model;
+        any |= tol.bound_factor >= 0;
+    }
+    return any;
+}
+
 static void compute_reference(attest_runner *r, const attest_case *cc, const size_t *outs,
                               size_t num_out, attest_case_record *rec, findings *f)
 {
     const double t0 = now_seconds();
     attest_status st = ATTEST_OK;
+    attest_bound_model models[ATTEST_RECORD_MAX_OUTPUTS];
+    r->bounded = bound_models(r->policy, cc, outs, num_out, models) > 0;
     for (size_t k = 0; k < num_out && st == ATTEST_OK; k++) {
         size_t n = attest_tensor_count(&cc->tensors[outs[k]]);
         st = grow((void **)&r->ref[k], &r->ref_cap[k], n * sizeof(double));
+        if (st == ATTEST_OK && r->bounded)
+            st = grow((void **)&r->bound[k], &r->bound_cap[k], n * sizeof(double));
     }
-    if (st == ATTEST_OK) st = r->opt.reference(cc, r->ref);
+    if (st == ATTEST_OK) st = r->opt.reference(cc, models, r->ref, r->bounded ? r->bound : NULL);
     rec->ref_seconds = now_seconds() - t0;
     f->ref_state = st == ATTEST_OK ? 1 : -1;
     if (st != ATTEST_OK)
@@ -350,8 +377,9 @@ attest_status attest_runner_judge(attest_runner *r, const attest_case *c,
         const double t0 = now_seconds();
         void *cand[ATTEST_RECORD_MAX_OUTPUTS] = {0};
         for (size_t k = 0; k < num_out; k++) cand[k] = r->first[k];
-        st = runner_compare_outputs(&cc, r->policy, r->ref, cand, record, &r->scratch,
-                                    f.compare_msg, sizeof f.compare_msg);
+        double *none[ATTEST_RECORD_MAX_OUTPUTS] = {0};
+        st = runner_compare_outputs(&cc, r->policy, r->ref, r->bounded ? r->bound : none, cand,
+                                    record, &r->scratch, f.compare_msg, sizeof f.compare_msg);
         record->compare_seconds = now_seconds() - t0;
         if (st != ATTEST_OK) return harness_failure(record, st);
     } else {

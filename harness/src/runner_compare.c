@@ -56,8 +56,12 @@ static void summarize(const attest_tensor_metrics *m, char *buf, size_t cap)
     if ((size_t)n >= cap) return;
     if (m->element_failures > 0) {
         coord_string(&m->worst, at, sizeof at);
-        n += snprintf(buf + n, cap - (size_t)n, ", worst at %s ref %.9g cand %.9g", at,
-                      m->worst_ref, m->worst_cand);
+        n += snprintf(buf + n, cap - (size_t)n,
+                      ", %llu of %llu elements over tolerance, worst at %s ref %.9g cand %.9g "
+                      "(error %.3g = %.3g x its tolerance %.3g)",
+                      (unsigned long long)m->element_failures,
+                      (unsigned long long)m->finite_pairs, at, m->worst_ref, m->worst_cand,
+                      fabs(m->worst_cand - m->worst_ref), m->worst_ratio, m->worst_tol);
     }
     if ((size_t)n >= cap) return;
     if (m->failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_TOPK))
@@ -66,7 +70,7 @@ static void summarize(const attest_tensor_metrics *m, char *buf, size_t cap)
 }
 
 attest_status runner_compare_outputs(const attest_case *c, const attest_policy *policy,
-                                     double *const *ref, void *const *cand,
+                                     double *const *ref, double *const *bound, void *const *cand,
                                      attest_case_record *rec, runner_scratch *s, char *msg,
                                      size_t cap)
 {
@@ -88,14 +92,14 @@ attest_status runner_compare_outputs(const attest_case *c, const attest_policy *
         if (indexer && c->params.indexer.masking == ATTEST_MASK_UNSPECIFIED)
             ATTEST_FORWARD(indexer_mask(c, s, &mask));
         attest_tensor_metrics *m = &rec->outputs[k];
-        ATTEST_FORWARD(attest_compare_tensor(ref[k], cand[k], t->dtype, attest_tensor_count(t),
-                                             t->shape, t->rank, mask,
+        ATTEST_FORWARD(attest_compare_tensor_bounded(ref[k], bound[k], cand[k], t->dtype,
+                                             attest_tensor_count(t), t->shape, t->rank, mask,
                                              t->dtype == ATTEST_DTYPE_BF16 ? ATTEST_POISON_BF16
                                                                            : ATTEST_POISON_F32,
                                              &tol, m));
         snprintf(m->output, sizeof m->output, "%s", t->name);
         if (indexer && c->params.indexer.topk > 0 && t->dtype == ATTEST_DTYPE_F32)
-            ATTEST_FORWARD(indexer_topk_gate_reuse(c, ref[k], cand[k], &tol, &s->topk, m));
+            ATTEST_FORWARD(indexer_topk_gate_reuse(c, ref[k], bound[k], cand[k], &tol, &s->topk, m));
         rec->failed_gates |= m->failed_gates;
         if (m->vacuous) rec->vacuous = 1;
         if (m->failed_gates && used + 2 < cap) {

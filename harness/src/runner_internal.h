@@ -21,11 +21,11 @@ typedef struct runner_scratch {
 void runner_scratch_free(runner_scratch *s);
 
 /* Compares every output of the case (`cand[i]`: candidate bytes of output i in table order,
- * `ref[i]`: reference values) under the policy, with the unspecified-mask and top-k gate of the
+ * `ref[i]`: reference values, `bound[i]`: their error bounds or NULL) under the policy, with the unspecified-mask and top-k gate of the
  * indexer. Fills rec->outputs, num_outputs, failed_gates and vacuous, and a one-line summary of
  * the failures in msg. ATTEST_ERR_NOT_FOUND when the policy has no entry for an output. */
 attest_status runner_compare_outputs(const attest_case *c, const attest_policy *policy,
-                                     double *const *ref, void *const *cand,
+                                     double *const *ref, double *const *bound, void *const *cand,
                                      attest_case_record *rec, runner_scratch *s, char *msg,
                                      size_t cap) ATTEST_MUST_CHECK;
 

@@ -133,30 +133,56 @@ static attest_status indexer_block(const indexer_inputs *in, int32_t b, int32_t 
 }
 
 /* One valid logit. q holds the row's heads x D query values, k the position's D key values
- * (raw fp8 values in kernel order, fp8 * scale in README order, truth in true mode). */
+ * (raw fp8 values in kernel order, fp8 * scale in README order, truth in true mode). When
+ * `magnitude` is not NULL it receives |kscale| * sum_h |w_h| * sum_d |q_hd k_d|, the size of the
+ * terms any evaluation of the logit adds (see attest_ref_bounds). */
 static double indexer_logit(const indexer_inputs *in, const double *q, const double *k,
                             const float *w, double kscale, attest_ref_mode mode,
-                            attest_indexer_order order)
+                            attest_indexer_order order, double *magnitude)
 {
     const int32_t H = in->p->heads, D = in->p->head_dim;
-    double acc = 0.0;
+    double acc = 0.0, mag = 0.0;
     for (int32_t h = 0; h < H; h++) {
         const double *qh = q + (size_t)h * (size_t)D;
-        double dot = 0.0;
-        for (int32_t d = 0; d < D; d++) dot += qh[d] * k[d];
+        double dot = 0.0, absdot = 0.0;
+        for (int32_t d = 0; d < D; d++) {
+            dot += qh[d] * k[d];
+            absdot += fabs(qh[d] * k[d]);
+        }
         /* DeepGEMM's kernel: fmaxf(dot, 0), so a NaN dot contributes 0, not NaN. */
         double r = (mode == ATTEST_REF_SIMULATED && order == ATTEST_INDEXER_ORDER_README)
                        ? relu_propagating(dot)
                        : fmax(dot, 0.0);
         acc += (double)w[h] * r;
+        mag += fabs((double)w[h]) * absdot;
     }
-    if (mode == ATTEST_REF_SIMULATED && order == ATTEST_INDEXER_ORDER_KERNEL) acc *= kscale;
+    if (mode == ATTEST_REF_SIMULATED && order == ATTEST_INDEXER_ORDER_KERNEL) {
+        acc *= kscale;
+        mag *= fabs(kscale);
+    }
+    if (magnitude != NULL) *magnitude = mag;
     return acc;
+}
+
+/* The error bound of one logit of magnitude `mag` (attest_ref_bounds): gamma_n(u) * mag with
+ * n = D + H + 2 roundings on the longest path (D - 1 in the dot product, one each for the head
+ * weight, the key scale, a scale folded into the key first and the final result, H - 1 in the
+ * head sum), plus the absolute error of flushing every one of those intermediates to zero. */
+static double indexer_bound(const attest_indexer_params *p, const attest_bound_model *m,
+                            double logit, double mag, double sum_w)
+{
+    if (!isfinite(logit)) return 0.0; /* judged by the nonfinite gate alone */
+    const double n = (double)p->head_dim + (double)p->heads + 2.0;
+    const double nu = n * m->u_accum;
+    const double gamma = nu < 0.5 ? nu / (1.0 - nu) : INFINITY;
+    const double flush = n * (double)p->head_dim * 0x1p-126 * (1.0 + sum_w);
+    /* sum_w here carries the query and scale factors a flushed intermediate is multiplied by. */
+    return gamma * mag + flush;
 }
 
 static attest_status indexer_row(const indexer_inputs *in, attest_ref_mode mode,
                                  attest_indexer_order order, int32_t row, double *q, double *k,
-                                 double *out)
+                                 double *out, const attest_bound_model *model, double *bound)
 {
     const attest_indexer_params *p = in->p;
     const int32_t H = p->heads, D = p->head_dim;
@@ -167,6 +193,8 @@ static attest_status indexer_row(const indexer_inputs *in, attest_ref_mode mode,
         q[i] = mode == ATTEST_REF_TRUE ? (double)in->q_true[qbase + i]
                                        : (double)attest_fp8_decode(in->q_fp8[qbase + i]);
     const float *w = in->weights + (size_t)row * (size_t)H;
+    double sum_w = 0.0;
+    for (int32_t h = 0; h < H; h++) sum_w += fabs((double)w[h]);
 
     for (int32_t t = 0; t < len; t++) {
         int32_t blk = 0;
@@ -188,15 +216,22 @@ static attest_status indexer_row(const indexer_inputs *in, attest_ref_mode mode,
                 kscale = attest_layout_token_scale(&in->layout, page, slot, 0);
             }
         }
-        out[t] = indexer_logit(in, q, k, w, kscale, mode, order);
+        double mag = 0.0;
+        out[t] = indexer_logit(in, q, k, w, kscale, mode, order, &mag);
+        /* 448 = the largest |q| an fp8 query can hold, for a key scale folded into k first. */
+        if (bound != NULL)
+            bound[t] = indexer_bound(p, model, out[t], mag, sum_w * 449.0 * (1.0 + fabs(kscale)));
     }
     const double fill = masked_value(p->masking);
     for (int32_t t = len; t < p->max_len; t++) out[t] = fill;
+    if (bound != NULL)
+        for (int32_t t = len; t < p->max_len; t++) bound[t] = 0.0; /* a fill value is exact */
     return ATTEST_OK;
 }
 
-attest_status attest_ref_indexer_logits(const attest_case *c, attest_ref_mode mode,
-                                        attest_indexer_order order, double *logits)
+static attest_status indexer_run(const attest_case *c, attest_ref_mode mode,
+                                 attest_indexer_order order, double *logits,
+                                 const attest_bound_model *model, double *bound)
 {
     ATTEST_RETURN_IF(c == NULL || logits == NULL, ATTEST_ERR_INVALID_ARGUMENT,
                      "indexer reference: NULL case or output");
@@ -222,8 +257,23 @@ attest_status attest_ref_indexer_logits(const attest_case *c, attest_ref_mode mo
     attest_status st = ATTEST_OK;
     const int32_t rows = p->b * p->next_n;
     for (int32_t row = 0; row < rows && st == ATTEST_OK; row++)
-        st = indexer_row(&in, mode, order, row, q, k, logits + (size_t)row * (size_t)p->max_len);
+        st = indexer_row(&in, mode, order, row, q, k, logits + (size_t)row * (size_t)p->max_len,
+                         model, bound ? bound + (size_t)row * (size_t)p->max_len : NULL);
     free(q);
     free(k);
     return st;
+}
+
+attest_status attest_ref_indexer_logits(const attest_case *c, attest_ref_mode mode,
+                                        attest_indexer_order order, double *logits)
+{
+    return indexer_run(c, mode, order, logits, NULL, NULL);
+}
+
+attest_status attest_ref_indexer_bounds(const attest_case *c, const attest_bound_model *model,
+                                        double *logits, double *bound)
+{
+    ATTEST_RETURN_IF(model == NULL || bound == NULL, ATTEST_ERR_INVALID_ARGUMENT,
+                     "indexer bounds: NULL model or output");
+    return indexer_run(c, ATTEST_REF_SIMULATED, ATTEST_INDEXER_ORDER_KERNEL, logits, model, bound);
 }

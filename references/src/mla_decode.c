@@ -166,9 +166,124 @@ static double log_add_exp(double a, double b)
     return m + log(exp(a - m) + exp(b - m));
 }
 
-/* One head of one query over n gathered keys: out[d_v] and *lse. */
+/* Where attest_ref_bounds wants the bounds of one head: the model of each output and the
+ * destinations (NULL: no bounds). */
+typedef struct mla_bound_out {
+    const attest_bound_model *out_model, *lse_model;
+    double *out_bound; /* [d_v] of this head */
+    double *lse_bound;
+    double *abs_v;     /* [d_v] scratch */
+} mla_bound_out;
+
+static double gamma_n(double n, double u)
+{
+    const double nu = n * u;
+    return nu < 0.5 ? nu / (1.0 - nu) : INFINITY;
+}
+
+/* Relative perturbation bound of one softmax weight exp(a - m) under model mo: the score's own
+ * error da (absolute, from its dot product), the rounding of the exponent's argument (it is
+ * formed from a, the running maxima and the merge of split-KV partials: a few roundings of
+ * numbers up to |a| + amax + log(n + 1)), the exp itself and the rounding of P to its format. */
+static double weight_perturbation(const attest_bound_model *mo, double a, double da, double amax,
+                                  double n)
+{
+    const double u = mo->u_accum;
+    const double theta = da + 6.0 * u * (fabs(a) + amax + log(n + 1.0)) + 16.0 * u + mo->u_probs;
+    return expm1(theta);
+}
+
+/* The bounds of one head (docs/policy.md, "Error bounds", sparse MLA decode). keys, scores and
+ * absdots describe the n valid keys; out and lse are the exact results; sum is the sum of
+ * exp(score - m) and sink_w exp(sink - m) (0 without a sink). */
+static void mla_head_bounds(const mla_inputs *in, const double *keys, const double *scores,
+                            const double *absdots, int32_t n, int32_t h, double m, double sum,
+                            double sink_w, const double *out, double lse, const mla_bound_out *bo)
+{
+    const attest_mla_params *p = in->p;
+    const int32_t dqk = p->d_qk, dv = p->d_v;
+    const double sink = in->sink != NULL ? (double)in->sink[h] : -INFINITY;
+    const int sink_in_lse = in->sink != NULL && p->lse_convention == ATTEST_LSE_INCLUDES_SINK;
+    int finite = isfinite(lse) && isfinite(sum) && sum > 0;
+    for (int32_t d = 0; d < dv && finite; d++) finite = isfinite(out[d]);
+    if (!finite || n == 0) { /* non-finite results are judged by the nonfinite gate alone */
+        for (int32_t d = 0; d < dv; d++) bo->out_bound[d] = 0.0;
+        *bo->lse_bound = 0.0;
+        return;
+    }
+    double amax = isfinite(sink) ? fabs(sink) : 0.0;
+    for (int32_t k = 0; k < n; k++) amax = fmax(amax, fabs(scores[k]));
+    const double sm = fabs((double)p->sm_scale);
+    const double nterms = (double)n + 1.0;
+    const double denom = sum + sink_w; /* out's normalizer, the sink included */
+
+    /* out: sum_k w_k rho_k |V_k - out| / (1 - rho_max) from the weights, plus the accumulation
+     * of sum p V and sum p (gamma_{n+8}), the values' own rounding and the final scaling. */
+    const attest_bound_model *mo = bo->out_model;
+    const double da_c = gamma_n((double)dqk + 4.0, mo->u_accum) + mo->u_kv * (1.0 + mo->u_accum);
+    double rho_max = 0.0;
+    for (int32_t k = 0; k < n; k++) {
+        double rho = weight_perturbation(mo, scores[k], da_c * sm * absdots[k], amax, nterms);
+        rho_max = fmax(rho_max, rho);
+    }
+    const double rho_sink =
+        sink_w > 0 ? weight_perturbation(mo, sink, 0.0, amax, nterms) : 0.0;
+    rho_max = fmax(rho_max, rho_sink);
+    const double g_acc = gamma_n(nterms + 8.0, mo->u_accum);
+    if (!(rho_max < 0.5)) {
+        /* The weights mean nothing in this format: only |out| <= max |V| is left. */
+        for (int32_t d = 0; d < dv; d++) {
+            double vmax = 0.0;
+            for (int32_t k = 0; k < n; k++) vmax = fmax(vmax, fabs(keys[(size_t)k * dqk + d]));
+            bo->out_bound[d] = (vmax + fabs(out[d])) * (1.0 + g_acc);
+        }
+    } else {
+        for (int32_t d = 0; d < dv; d++) bo->out_bound[d] = 0.0;
+        double *sum_v = bo->out_bound; /* reused: first sum_k w_k rho_k |V - out| ... */
+        double *abs_v = bo->abs_v;
+        for (int32_t d = 0; d < dv; d++) abs_v[d] = 0.0;
+        for (int32_t k = 0; k < n; k++) {
+            const double w = exp(scores[k] - m) / denom;
+            if (w == 0.0) continue;
+            const double rho = weight_perturbation(mo, scores[k], da_c * sm * absdots[k], amax, nterms);
+            const double *vv = keys + (size_t)k * (size_t)dqk;
+            for (int32_t d = 0; d < dv; d++) {
+                sum_v[d] += w * rho * fabs(vv[d] - out[d]);
+                abs_v[d] += w * fabs(vv[d]);
+            }
+        }
+        const double w_sink = sink_w / denom;
+        const double amp = (1.0 + rho_max) / (1.0 - rho_max);
+        for (int32_t d = 0; d < dv; d++) {
+            double e1 = (sum_v[d] + w_sink * rho_sink * fabs(out[d])) / (1.0 - rho_max);
+            double e2 = ((g_acc + mo->u_kv) * abs_v[d] + (g_acc + 4.0 * mo->u_accum) * fabs(out[d])) * amp;
+            bo->out_bound[d] = e1 + e2;
+        }
+    }
+
+    /* lse = m + log(S): the weights' average perturbation moves log S by at most
+     * -log(1 - rho_avg - gamma); the logarithm, the m + log S addition and a log2/ln
+     * conversion round numbers up to amax, |log S| and |lse|. */
+    const attest_bound_model *ml = bo->lse_model;
+    const double dl_c = gamma_n((double)dqk + 4.0, ml->u_accum) + ml->u_kv * (1.0 + ml->u_accum);
+    const double lse_denom = sink_in_lse ? denom : sum;
+    double rho_avg = 0.0;
+    for (int32_t k = 0; k < n; k++) {
+        const double w = exp(scores[k] - m) / lse_denom;
+        rho_avg += w * weight_perturbation(ml, scores[k], dl_c * sm * absdots[k], amax, nterms);
+    }
+    if (sink_in_lse && sink_w > 0)
+        rho_avg += sink_w / lse_denom * weight_perturbation(ml, sink, 0.0, amax, nterms);
+    const double shift = rho_avg + gamma_n(nterms + 8.0, ml->u_accum);
+    const double log_s = log(lse_denom);
+    *bo->lse_bound = shift < 0.9 ? -log1p(-shift) + 3.0 * ml->u_accum * (amax + fabs(log_s) + fabs(lse))
+                                 : INFINITY;
+}
+
+/* One head of one query over n gathered keys: out[d_v] and *lse (and its bounds when bo). */
 static void mla_head(const mla_inputs *in, const double *q, const double *keys, int32_t n,
-                     int32_t h, double *scores, double *out, double *lse)
+                     int32_t h, double *scores, double *absdots, double *out, double *lse,
+                     const mla_bound_out *bo)
 {
     const attest_mla_params *p = in->p;
     const int32_t dqk = p->d_qk, dv = p->d_v;
@@ -176,15 +291,20 @@ static void mla_head(const mla_inputs *in, const double *q, const double *keys, 
     if (n == 0) {
         /* FlashMLA's lonely query: no valid key, out = 0 and lse = +inf, sink or not. */
         *lse = INFINITY;
+        if (bo != NULL) mla_head_bounds(in, keys, scores, absdots, 0, h, 0, 0, 0, out, *lse, bo);
         return;
     }
     const double sm = (double)p->sm_scale;
     double m = -INFINITY;
     for (int32_t k = 0; k < n; k++) {
         const double *kk = keys + (size_t)k * (size_t)dqk;
-        double dot = 0.0;
-        for (int32_t d = 0; d < dqk; d++) dot += q[d] * kk[d];
+        double dot = 0.0, absdot = 0.0;
+        for (int32_t d = 0; d < dqk; d++) {
+            dot += q[d] * kk[d];
+            absdot += fabs(q[d] * kk[d]);
+        }
         scores[k] = sm * dot;
+        absdots[k] = absdot;
         if (scores[k] > m) m = scores[k];
     }
     /* Max-subtracted softmax. A NaN score (NaN in a selected key) is skipped by the max and then
@@ -198,19 +318,24 @@ static void mla_head(const mla_inputs *in, const double *q, const double *keys, 
     }
     double l = m + log(sum);
     double scale = 1.0 / sum;
+    double sink_w = 0.0;
     if (in->sink != NULL) {
         /* out *= 1 / (1 + exp(sink - lse)); written through sum + exp(sink - m) it cannot
          * overflow, and a +inf sink gives 0, a -inf sink gives 1. */
         double s = (double)in->sink[h];
-        scale = 1.0 / (sum + exp(s - m));
+        sink_w = exp(s - m);
+        scale = 1.0 / (sum + sink_w);
         if (p->lse_convention == ATTEST_LSE_INCLUDES_SINK) l = log_add_exp(l, s);
     }
     for (int32_t d = 0; d < dv; d++) out[d] *= scale;
     *lse = l;
+    if (bo != NULL) mla_head_bounds(in, keys, scores, absdots, n, h, m, sum, sink_w, out, l, bo);
 }
 
-attest_status attest_ref_mla_decode(const attest_case *c, attest_ref_mode mode, double *out,
-                                    double *lse)
+static attest_status mla_run(const attest_case *c, attest_ref_mode mode, double *out, double *lse,
+                             const attest_bound_model *out_model,
+                             const attest_bound_model *lse_model, double *out_bound,
+                             double *lse_bound)
 {
     ATTEST_RETURN_IF(c == NULL || out == NULL || lse == NULL, ATTEST_ERR_INVALID_ARGUMENT,
                      "mla reference: NULL case or output");
@@ -226,8 +351,8 @@ attest_status attest_ref_mla_decode(const attest_case *c, attest_ref_mode mode, 
     size_t n_keys;
     ATTEST_FORWARD(attest_ref_count_(&n_keys, "gathered keys", 2, max_keys, (int64_t)p->d_qk));
     double *keys = malloc((n_keys ? n_keys : 1) * sizeof *keys);
-    double *scores = malloc((size_t)(max_keys ? max_keys : 1) * sizeof *scores);
-    double *q = malloc((size_t)p->d_qk * sizeof *q);
+    double *scores = malloc(2 * (size_t)(max_keys ? max_keys : 1) * sizeof *scores);
+    double *q = malloc(((size_t)p->d_qk + (size_t)(p->d_v > 0 ? p->d_v : 0)) * sizeof *q);
     if (keys == NULL || scores == NULL || q == NULL) {
         free(keys);
         free(scores);
@@ -245,7 +370,11 @@ attest_status attest_ref_mla_decode(const attest_case *c, attest_ref_mode mode, 
                 size_t qi = ((size_t)b * (size_t)p->s_q + (size_t)sq) * (size_t)p->h_q + (size_t)h;
                 const uint16_t *qb = in.q + qi * (size_t)p->d_qk;
                 for (int32_t d = 0; d < p->d_qk; d++) q[d] = (double)attest_bf16_decode(qb[d]);
-                mla_head(&in, q, keys, n, h, scores, out + qi * (size_t)p->d_v, lse + qi);
+                mla_bound_out bo = {out_model, lse_model,
+                                    out_bound ? out_bound + qi * (size_t)p->d_v : NULL,
+                                    lse_bound ? lse_bound + qi : NULL, q + p->d_qk};
+                mla_head(&in, q, keys, n, h, scores, scores + (max_keys ? max_keys : 1),
+                         out + qi * (size_t)p->d_v, lse + qi, out_bound ? &bo : NULL);
             }
         }
     }
@@ -253,4 +382,20 @@ attest_status attest_ref_mla_decode(const attest_case *c, attest_ref_mode mode, 
     free(scores);
     free(q);
     return st;
+}
+
+attest_status attest_ref_mla_decode(const attest_case *c, attest_ref_mode mode, double *out,
+                                    double *lse)
+{
+    return mla_run(c, mode, out, lse, NULL, NULL, NULL, NULL);
+}
+
+attest_status attest_ref_mla_bounds(const attest_case *c, const attest_bound_model *out_model,
+                                    const attest_bound_model *lse_model, double *out, double *lse,
+                                    double *out_bound, double *lse_bound)
+{
+    ATTEST_RETURN_IF(out_model == NULL || lse_model == NULL || out_bound == NULL ||
+                         lse_bound == NULL,
+                     ATTEST_ERR_INVALID_ARGUMENT, "mla bounds: NULL model or output");
+    return mla_run(c, ATTEST_REF_SIMULATED, out, lse, out_model, lse_model, out_bound, lse_bound);
 }

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attest/bound.h"
 #include "attest/case.h"
 #include "attest/status.h"
 
@@ -65,6 +66,13 @@ typedef struct attest_tolerance {
     double topk_tie_rtol;
     char source[160];          /* where the numbers come from (policy file text) */
     double atol_ref_scale;     /* effective atol = max(atol, atol_ref_scale * max|ref|); 0: off */
+    /* Computation-derived bounds (docs/policy.md, "Error bounds"). bound_factor < 0: off, and
+     * the element gate is atol OR rtol as above. Otherwise an element passes when
+     * |c - r| <= bound_factor * B + half a step of the candidate's dtype at |r| + bound_factor * B,
+     * where B is the reference's first-order bound on the error of any correct evaluation in
+     * the formats below (attest_ref_bounds). */
+    double bound_factor;
+    attest_bound_model model;  /* the arithmetic a correct kernel may use */
 } attest_tolerance;
 
 /* Coordinates of one element: up to 4 indices with the tensor's dimension names. */
@@ -84,8 +92,10 @@ typedef struct attest_tensor_metrics {
     /* element gate */
     uint64_t element_failures;
     double element_fail_fraction;
-    attest_coord worst;         /* the element with the largest |c-r| among finite pairs */
+    attest_coord worst;         /* the finite pair with the largest error / tolerance ratio */
     double worst_ref, worst_cand;
+    double worst_ratio;         /* its |c-r| / tolerance (> 1: it failed); 0 when none */
+    double worst_tol;           /* its tolerance */
     /* global */
     double max_abs, max_rel;    /* over finite pairs */
     double cos_diff, nmse;
@@ -96,7 +106,8 @@ typedef struct attest_tensor_metrics {
     int32_t vacuous;            /* 1 when the comparison could not show anything (see header) */
     uint32_t failed_gates;      /* ATTEST_GATE_BIT mask */
     uint64_t finite_pairs;      /* compared pairs with both sides finite (element-gate base) */
-    double atol_effective;      /* the atol the element gate used (see atol_ref_scale) */
+    double atol_effective;      /* the atol the element gate used (see atol_ref_scale); with
+                                 * bounds on, the largest per-element tolerance */
     int32_t topk_worst_row;     /* row with the lowest recall (-1 when not run) */
 } attest_tensor_metrics;
 
@@ -111,6 +122,28 @@ attest_status attest_compare_tensor(const double *ref, const void *cand, attest_
                                     const uint8_t *compare_mask, uint32_t poison_bits,
                                     const attest_tolerance *tol, attest_tensor_metrics *m)
     ATTEST_MUST_CHECK;
+
+/* attest_compare_tensor with computation-derived bounds: bound[i] (count doubles, from
+ * attest_ref_bounds under tol->model) is element i's error bound B. With bound NULL or
+ * tol->bound_factor < 0 it is attest_compare_tensor. With bounds on:
+ *   element  passes when |c-r| <= attest_element_tolerance(tol, dtype, r, B);
+ *   cosine   fails when cos_diff > max(cos_diff_max, sum T^2 / sum(r^2 + c^2)), T the element
+ *            tolerances: a correct kernel whose every element sits at its bound cannot fail it;
+ *   nmse     likewise with sum T^2 / sum r^2;
+ *   code     counts only pairs outside their tolerance;
+ *   vacuous  when no compared finite reference exceeds its own tolerance (an all-zero output
+ *            would pass). */
+attest_status attest_compare_tensor_bounded(const double *ref, const double *bound, const void *cand,
+                                            attest_dtype cand_dtype, size_t count,
+                                            const int64_t *shape, int32_t rank,
+                                            const uint8_t *compare_mask, uint32_t poison_bits,
+                                            const attest_tolerance *tol, attest_tensor_metrics *m)
+    ATTEST_MUST_CHECK;
+
+/* The element tolerance of a reference value r with error bound b under bounds on:
+ * bound_factor * b plus half a step of `dtype` (F32 or BF16) at |r| + bound_factor * b, the
+ * final rounding of a value that may lie anywhere within the bound. */
+double attest_element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r, double b);
 
 /* Tie-aware top-k comparison of one row. ref_scores are the reference logits of the row (len
  * valid positions); cand_set / ref_set hold k logical positions each (-1 = empty slot). Scores of
@@ -137,6 +170,18 @@ attest_status attest_compare_topk(const double *ref_logits, int32_t rows, int32_
                                   const int32_t *ref_sets, int32_t k, const attest_tolerance *tol,
                                   attest_tensor_metrics *m) ATTEST_MUST_CHECK;
 
+/* attest_compare_topk with per-element bounds (bound: rows x width, as for
+ * attest_compare_tensor_bounded; NULL or bounds off: attest_compare_topk). A candidate-only
+ * position p is a tie when r_p + T_p >= kth - T_kth and a reference-only position q when
+ * r_q - T_q <= kth + T_kth (T the element tolerances): each score may be off by its own
+ * tolerance, so such pairs may legitimately swap. The scalar band of attest_compare_topk
+ * (without its 2 * atol_effective part) still applies as a floor. */
+attest_status attest_compare_topk_bounded(const double *ref_logits, const double *bound,
+                                          int32_t rows, int32_t width, const int32_t *row_len,
+                                          const int32_t *cand_sets, const int32_t *ref_sets,
+                                          int32_t k, const attest_tolerance *tol,
+                                          attest_tensor_metrics *m) ATTEST_MUST_CHECK;
+
 /* The indexer's compare mask for logits [b*next_n, max_len] of an indexer case: byte
  * r*max_len + t is 1 when t is below row r's valid length under the MTP causal rule (slot j of a
  * request of length L sees t <= L - next_n + j; clamped to [0, max_len]) and 0 past it, where
@@ -156,6 +201,12 @@ attest_status attest_indexer_valid_mask(const attest_case *c, uint8_t *mask) ATT
 attest_status attest_indexer_topk_gate(const attest_case *c, const double *ref, const float *cand,
                                        const attest_tolerance *tol, attest_tensor_metrics *m)
     ATTEST_MUST_CHECK;
+
+/* attest_indexer_topk_gate with the logits' element bounds (NULL: without). */
+attest_status attest_indexer_topk_gate_bounded(const attest_case *c, const double *ref,
+                                               const double *bound, const float *cand,
+                                               const attest_tolerance *tol,
+                                               attest_tensor_metrics *m) ATTEST_MUST_CHECK;
 
 /* DeepGEMM's lone metric, kept to show what it misses: 1 - 2*sum(rc)/sum(r^2+c^2) in double over
  * the pairs where both are finite; 0 when that denominator is 0. */

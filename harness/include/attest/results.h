@@ -38,7 +38,7 @@ extern "C" {
 
 /* Bumped whenever a field is added, removed or changes meaning. Readers accept files whose
  * version is <= theirs. */
-#define ATTEST_RESULTS_SCHEMA_VERSION 1
+#define ATTEST_RESULTS_SCHEMA_VERSION 2 /* 2: worst_ratio, worst_tol per output */
 #define ATTEST_RESULTS_FORMAT_NAME "attest-results"
 /* Suffix of the sibling directory that holds repros while a campaign runs. */
 #define ATTEST_RESULTS_REPRO_DIR_SUFFIX ".repro"

@@ -35,9 +35,13 @@ extern "C" {
 #define ATTEST_POISON_BF16 0x7FA5u
 #define ATTEST_POISON_BYTE 0xA5u /* outputs of other dtypes */
 
-/* Computes the simulated reference of every output tensor of a case (see references/). The
- * runner takes it as a pointer so the harness does not depend on references/. */
-typedef attest_status (*attest_reference_fn)(const attest_case *c, double **outputs);
+/* Computes the simulated reference of every output tensor of a case into outputs[i] and, when
+ * `bounds` is not NULL, each element's error bound under models[i] into bounds[i] (one model per
+ * output, from the policy; attest_ref_simulated in references/ is the real one). The runner asks
+ * for bounds when the policy's entries have bound_factor set, and takes the function as a
+ * pointer so the harness does not depend on references/. */
+typedef attest_status (*attest_reference_fn)(const attest_case *c, const attest_bound_model *models,
+                                             double **outputs, double **bounds);
 
 typedef struct attest_runner_options {
     int32_t reruns;           /* runs per case, compared bitwise (default 2) */

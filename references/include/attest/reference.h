@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attest/bound.h"
 #include "attest/case.h"
 #include "attest/status.h"
 
@@ -75,6 +76,30 @@ attest_status attest_ref_mla_decode(const attest_case *c, attest_ref_mode mode, 
  * by attest_tensor_count of the i-th output tensor). Simulated mode, kernel order. */
 attest_status attest_ref_compute(const attest_case *c, attest_ref_mode mode, double **outputs)
     ATTEST_MUST_CHECK;
+
+/* Error bounds from the computation (docs/policy.md, "Error bounds"). For every output element
+ * of the simulated reference, bounds[i] receives B: a first-order bound on |computed - exact| of
+ * ANY evaluation of that element that follows models[i] (models[i] for the i-th output tensor,
+ * in tensor-table order): sums in any order or tree, fused or not, split into tiles and merged,
+ * elementary functions within a few units of roundoff. B is built from the magnitudes of the
+ * terms (sum_i |x_i|, not |sum_i x_i|), so cancelling sums and huge scores get the bound a
+ * correct kernel needs. Elements that are not finite, and fill values past an indexer row's
+ * length, get 0. outputs[i] receives the reference values as attest_ref_compute gives them (the
+ * bounds need them anyway). */
+attest_status attest_ref_bounds(const attest_case *c, const attest_bound_model *models,
+                                double **outputs, double **bounds) ATTEST_MUST_CHECK;
+
+/* The runner's reference function (attest_reference_fn): attest_ref_compute in simulated mode
+ * when bounds is NULL, attest_ref_bounds otherwise. */
+attest_status attest_ref_simulated(const attest_case *c, const attest_bound_model *models,
+                                   double **outputs, double **bounds) ATTEST_MUST_CHECK;
+
+/* The two families' parts of attest_ref_bounds. */
+attest_status attest_ref_indexer_bounds(const attest_case *c, const attest_bound_model *model,
+                                        double *logits, double *bound) ATTEST_MUST_CHECK;
+attest_status attest_ref_mla_bounds(const attest_case *c, const attest_bound_model *out_model,
+                                    const attest_bound_model *lse_model, double *out, double *lse,
+                                    double *out_bound, double *lse_bound) ATTEST_MUST_CHECK;
 
 #ifdef __cplusplus
 }
