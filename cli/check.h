@@ -72,7 +72,8 @@ void check_expected_free(check_expected *e);
  * the stored tensor) and *failed_gates; notes (may be NULL) receives what was adapted or not
  * compared. Errors only when the comparison could not run (no tolerance, bad shapes). */
 attest_status check_compare_stored(const attest_case *c, const check_expected *e,
-                                   void *const *cand, const attest_conventions *cand_conv,
+                                   void *const *cand, double *const *bounds,
+                                   const attest_conventions *cand_conv,
                                    const attest_policy *policy, attest_tensor_metrics *metrics,
                                    uint32_t *failed_gates, char *notes, size_t notes_cap)
     ATTEST_MUST_CHECK;

@@ -268,7 +268,7 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
             const double t0 = now_seconds();
             uint32_t gates = 0;
             memset(stored.outputs, 0, sizeof stored.outputs);
-            st = check_compare_stored(c, e, kept.candidate, &cand->conventions, r->policy,
+            st = check_compare_stored(c, e, kept.candidate, kept.bound, &cand->conventions, r->policy,
                                       stored.outputs, &gates, notes, sizeof notes);
             r->compare_s += now_seconds() - t0;
             if (st == ATTEST_OK) {

@@ -72,7 +72,8 @@ static void expect_variant_error(const char *from, const char *to, const char *n
     free(text);
 }
 
-/* The embedded default parses and holds the upstream figures of spec section 7. */
+/* The embedded default parses: computed bounds in the float32 model, and the upstream cosine
+ * figures (FlashMLA, DeepGEMM). */
 static void test_default_loads(void **state)
 {
     (void)state;
@@ -86,15 +87,16 @@ static void test_default_loads(void **state)
 
     attest_tolerance t;
     assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_MLA_DECODE, "out_bf16", &t), ATTEST_OK);
-    assert_true(t.atol == 1e-3);
-    assert_true(t.rtol == 2.01 / 128);
+    assert_true(t.bound_factor == 1);
+    assert_true(t.model.u_accum == 0x1p-24 && t.model.u_probs == 0x1p-24 && t.model.u_kv == 0);
     assert_true(t.cos_diff_max == 5e-6);
     assert_true(t.max_fail_fraction == 0);
     assert_true(strlen(t.source) > 0);
     assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_MLA_DECODE, "lse", &t), ATTEST_OK);
-    assert_true(t.atol == 1e-6);
-    assert_true(t.rtol == 8.01 / 65536);
+    assert_true(t.bound_factor == 1);
+    assert_true(t.cos_diff_max == 1e-7);
     assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_INDEXER, "logits", &t), ATTEST_OK);
+    assert_true(t.bound_factor == 1 && t.model.u_accum == 0x1p-24);
     assert_true(t.cos_diff_max == 5e-6);
     assert_true(t.topk_min_recall == 1.0);
 
@@ -199,6 +201,34 @@ static void test_missing(void **state)
     expect_variant_error("\"version\": \"7\",", "", "t.json:1:1:", "version", "missing");
 }
 
+/* Computed bounds: bound_factor with format names replaces atol/rtol; without it atol, rtol and
+ * vacuity_factor are required; an unknown format is named. */
+static void test_bound_keys(void **state)
+{
+    (void)state;
+    char *text = variant("\"atol\": 0.001, \"rtol\": 0.5,",
+                         "\"bound_factor\": 2, \"accumulation\": \"fp32\", "
+                         "\"probabilities\": \"bf16\", \"dequantized_kv\": \"bf16\",");
+    attest_policy *p = NULL;
+    assert_int_equal(attest_policy_parse(text, strlen(text), "t.json", &p), ATTEST_OK);
+    attest_tolerance t;
+    assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_MLA_DECODE, "out_bf16", &t), ATTEST_OK);
+    assert_true(t.bound_factor == 2);
+    assert_true(t.model.u_accum == 0x1p-24 && t.model.u_probs == 0x1p-8 && t.model.u_kv == 0x1p-8);
+    /* An entry without bound_factor keeps the fixed gate: bound_factor < 0. */
+    assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_INDEXER, "logits", &t), ATTEST_OK);
+    assert_true(t.bound_factor < 0 && t.rtol == 2e-5);
+    attest_policy_free(p);
+    free(text);
+    expect_variant_error("\"atol\": 0.001, \"rtol\": 0.5,",
+                         "\"bound_factor\": 1, \"accumulation\": \"fp31\",", "t.json:",
+                         "entries[0].accumulation", "unknown format");
+    expect_variant_error("\"atol\": 0.001, ", "", "t.json:", "entries[0].atol",
+                         "no bound_factor");
+    expect_variant_error("\"atol\": 0.001, \"rtol\": 0.5,", "\"bound_factor\": -1,", "t.json:",
+                         "entries[0].bound_factor", "negative");
+}
+
 /* Two entries for one (kernel, output), and a repeated JSON key, are refused. */
 static void test_duplicates(void **state)
 {
@@ -286,7 +316,9 @@ static void test_strict_is_tighter(void **state)
         attest_tolerance s, d;
         assert_int_equal(attest_policy_entry_at(strict, i, &k, &out, &s), ATTEST_OK);
         assert_int_equal(attest_policy_lookup(def, k, out, &d), ATTEST_OK);
-        assert_true(s.atol <= d.atol && s.rtol <= d.rtol && s.atol_ref_scale <= d.atol_ref_scale);
+        /* strict keeps fixed atol/rtol bounds (measured, not derived); the default derives
+         * them, so only the gates both share are compared. */
+        assert_true(s.bound_factor < 0 && d.bound_factor >= 0);
         assert_true(s.cos_diff_max <= d.cos_diff_max);
         assert_true(s.max_fail_fraction <= d.max_fail_fraction);
         assert_true(d.nmse_max < 0 || (s.nmse_max >= 0 && s.nmse_max <= d.nmse_max));
@@ -304,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_lookup),          cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_unknown_key),     cmocka_unit_test(test_negative),
         cmocka_unit_test(test_missing),         cmocka_unit_test(test_duplicates),
+        cmocka_unit_test(test_bound_keys),
         cmocka_unit_test(test_other_schema_errors), cmocka_unit_test(test_hash),
         cmocka_unit_test(test_load_file),       cmocka_unit_test(test_strict_is_tighter),
     };

@@ -148,6 +148,12 @@ double attest_element_tolerance(const attest_tolerance *tol, attest_dtype dtype,
     return kb + 0.5 * dtype_step(dtype, fabs(r) + kb);
 }
 
+double attest_rounding_error(attest_dtype dtype, double x)
+{
+    if (dtype != ATTEST_DTYPE_F32 && dtype != ATTEST_DTYPE_BF16) return 0.0;
+    return 0.5 * dtype_step(dtype, fabs(x));
+}
+
 static int bounded(const attest_tolerance *tol, const double *bound)
 {
     return bound != NULL && tol->bound_factor >= 0;

@@ -106,6 +106,7 @@ void attest_case_outputs_free(attest_case_outputs *o)
     if (o == NULL) return;
     for (int i = 0; i < ATTEST_RECORD_MAX_OUTPUTS; i++) {
         free(o->reference[i]);
+        free(o->bound[i]);
         free(o->candidate[i]);
     }
     memset(o, 0, sizeof *o);
@@ -297,6 +298,10 @@ static void keep_outputs(const attest_runner *r, const attest_case *cc, const si
             size_t bytes = attest_tensor_count(t) * sizeof(double);
             keep->reference[k] = malloc(bytes ? bytes : 1);
             if (keep->reference[k]) memcpy(keep->reference[k], r->ref[k], bytes);
+            if (r->bounded) {
+                keep->bound[k] = malloc(bytes ? bytes : 1);
+                if (keep->bound[k]) memcpy(keep->bound[k], r->bound[k], bytes);
+            }
         }
         if (f->first_done) {
             keep->candidate[k] = malloc(t->nbytes ? t->nbytes : 1);

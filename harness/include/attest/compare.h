@@ -145,6 +145,10 @@ attest_status attest_compare_tensor_bounded(const double *ref, const double *bou
  * final rounding of a value that may lie anywhere within the bound. */
 double attest_element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r, double b);
 
+/* Half a step of dtype (F32 or BF16; 0 for F64) at magnitude |x|: the most that rounding x to
+ * nearest in that dtype can move it. */
+double attest_rounding_error(attest_dtype dtype, double x);
+
 /* Tie-aware top-k comparison of one row. ref_scores are the reference logits of the row (len
  * valid positions); cand_set / ref_set hold k logical positions each (-1 = empty slot). Scores of
  * both sets are recomputed from ref_scores; a candidate position not in ref_set still counts as a

@@ -66,6 +66,7 @@ attest_status attest_runner_create(const attest_candidate *candidate,
 typedef struct attest_case_outputs {
     int32_t num_outputs;
     double *reference[ATTEST_RECORD_MAX_OUTPUTS];  /* reference values, malloc'ed */
+    double *bound[ATTEST_RECORD_MAX_OUTPUTS];      /* their error bounds (NULL: policy has none) */
     void *candidate[ATTEST_RECORD_MAX_OUTPUTS];    /* candidate bytes of the first run, malloc'ed */
     size_t candidate_bytes[ATTEST_RECORD_MAX_OUTPUTS];
 } attest_case_outputs;
