@@ -229,8 +229,8 @@ static attest_status judge_stored(const replay_args *a, const char *group, const
     uint32_t gates = 0;
     memset(metrics, 0, sizeof metrics);
     if (st == ATTEST_OK)
-        st = check_compare_stored(c, &e, kept->candidate, &cand->conventions, policy, metrics,
-                                  &gates, notes, notes_cap);
+        st = check_compare_stored(c, &e, kept->candidate, kept->bound, &cand->conventions, policy,
+                                  metrics, &gates, notes, notes_cap);
     if (st == ATTEST_OK) {
         const attest_verdict v = check_stored_verdict(rec, gates);
         /* The runner's message describes the comparison with the reference; a crash or an
