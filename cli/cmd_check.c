@@ -578,6 +578,8 @@ int attest_cmd_check(int argc, char **argv)
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    for (size_t ci = 0; r.results && ci < a.num_specs; ci++)
+        attest_results_set_device(r.results, attest_runner_device(r.runners[ci]));
     if (r.results) {
         char saved[512];
         snprintf(saved, sizeof saved, "%s", attest_last_error());

@@ -296,6 +296,8 @@ static attest_status run_job(engine_run *er, const attest_job *job)
         attest_case_free(&c);
         if (st != ATTEST_OK) break;
     }
+    /* A device candidate's worker named its GPU and CUDA versions: provenance keeps them. */
+    attest_results_set_device(er->results, attest_runner_device(runner));
     attest_runner_destroy(runner);
     return st;
 }

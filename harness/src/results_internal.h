@@ -41,6 +41,10 @@ void attest_results_integrity_string(uint32_t flags, char *buf, size_t cap);
  * file type. Both are closed with H5Tclose by the caller. */
 attest_status attest_results_make_types(hid_t *mem_type, hid_t *file_type) ATTEST_MUST_CHECK;
 
+/* The memory type for reading a table: as above, with the verdict as plain int32 (HDF5 converts
+ * the file's enum to it, and the int32 of schema-1 files). */
+attest_status attest_results_make_read_type(hid_t *mem_type) ATTEST_MUST_CHECK;
+
 /* Number of fields in the table (for tests and docs). */
 size_t attest_results_num_fields(void);
 

@@ -141,9 +141,7 @@ static attest_status open_table(attest_results_reader *r)
     ATTEST_RETURN_IF(n < 0, ATTEST_ERR_FORMAT, "%s: the cases table is not one-dimensional",
                      r->path);
     r->num_rows = (uint64_t)n;
-    hid_t file_type = H5I_INVALID_HID;
-    ATTEST_FORWARD(attest_results_make_types(&r->mem_type, &file_type));
-    H5Tclose(file_type);
+    ATTEST_FORWARD(attest_results_make_read_type(&r->mem_type));
     r->block = malloc(READ_BLOCK_ROWS * sizeof *r->block);
     ATTEST_RETURN_IF(!r->block, ATTEST_ERR_OUT_OF_MEMORY, "%s: out of memory", r->path);
     return ATTEST_OK;

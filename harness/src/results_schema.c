@@ -17,7 +17,7 @@ _Static_assert(sizeof(attest_tensor_metrics) == 320,
 _Static_assert(sizeof(attest_case_record) == 1416,
                "attest_case_record changed: update the results schema (results_schema.c)");
 
-typedef enum field_kind { F_U64, F_I64, F_U32, F_I32, F_F64, F_STR, F_I64X4 } field_kind;
+typedef enum field_kind { F_U64, F_I64, F_U32, F_I32, F_F64, F_STR, F_VERDICT } field_kind;
 
 typedef struct field_def {
     const char *name;
@@ -36,7 +36,7 @@ static const field_def case_fields[] = {
     {"seed", F_U64, REC(seed), 0},
     {"params", F_STR, RSTR(params)},
     {"candidate", F_STR, RSTR(candidate)},
-    {"verdict", F_I32, REC(verdict), 0},
+    {"verdict", F_VERDICT, REC(verdict), 0},
     {"verdict_name", F_STR, XSTR(verdict_name)},
     {"failed_gates", F_U32, REC(failed_gates), 0},
     {"gates", F_STR, XSTR(gates)},
@@ -67,13 +67,21 @@ static const field_def output_fields[] = {
     {"cand_nan", F_U64, MET(cand_nan), 0},
     {"nonfinite_mismatches", F_U64, MET(nonfinite_mismatches), 0},
     {"first_nonfinite_rank", F_I32, MET(first_nonfinite_mismatch.rank), 0},
-    {"first_nonfinite_index", F_I64X4, MET(first_nonfinite_mismatch.index), 0},
+    /* Coordinates as four scalar columns, not one array field: pandas.DataFrame(table) takes
+     * only one-dimensional fields. */
+    {"first_nonfinite_index_0", F_I64, MET(first_nonfinite_mismatch.index[0]), 0},
+    {"first_nonfinite_index_1", F_I64, MET(first_nonfinite_mismatch.index[1]), 0},
+    {"first_nonfinite_index_2", F_I64, MET(first_nonfinite_mismatch.index[2]), 0},
+    {"first_nonfinite_index_3", F_I64, MET(first_nonfinite_mismatch.index[3]), 0},
     {"element_failures", F_U64, MET(element_failures), 0},
     {"element_fail_fraction", F_F64, MET(element_fail_fraction), 0},
     {"finite_pairs", F_U64, MET(finite_pairs), 0},
     {"atol_effective", F_F64, MET(atol_effective), 0},
     {"worst_rank", F_I32, MET(worst.rank), 0},
-    {"worst_index", F_I64X4, MET(worst.index), 0},
+    {"worst_index_0", F_I64, MET(worst.index[0]), 0},
+    {"worst_index_1", F_I64, MET(worst.index[1]), 0},
+    {"worst_index_2", F_I64, MET(worst.index[2]), 0},
+    {"worst_index_3", F_I64, MET(worst.index[3]), 0},
     {"worst_ref", F_F64, MET(worst_ref), 0},
     {"worst_cand", F_F64, MET(worst_cand), 0},
     {"worst_ratio", F_F64, MET(worst_ratio), 0},
@@ -97,7 +105,7 @@ static const field_def output_fields[] = {
 size_t attest_results_num_fields(void) { return NCASE + ATTEST_RECORD_MAX_OUTPUTS * NOUT; }
 
 /* Creates the memory (native) or file (little-endian) type of one field. */
-static hid_t field_type(const field_def *f, int file)
+static hid_t field_type(const field_def *f, int file, int reading)
 {
     switch (f->kind) {
     case F_U64: return H5Tcopy(file ? H5T_STD_U64LE : H5T_NATIVE_UINT64);
@@ -105,9 +113,21 @@ static hid_t field_type(const field_def *f, int file)
     case F_U32: return H5Tcopy(file ? H5T_STD_U32LE : H5T_NATIVE_UINT32);
     case F_I32: return H5Tcopy(file ? H5T_STD_I32LE : H5T_NATIVE_INT32);
     case F_F64: return H5Tcopy(file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE);
-    case F_I64X4: {
-        hsize_t dim = 4;
-        return H5Tarray_create2(file ? H5T_STD_I64LE : H5T_NATIVE_INT64, 1, &dim);
+    case F_VERDICT: {
+        if (reading && !file) return H5Tcopy(H5T_NATIVE_INT32);
+        /* An HDF5 enum, so h5dump and h5py show the verdict's name (the values are pinned by
+         * verdict.h); files written before the enum (int32) read the same. */
+        hid_t t = H5Tenum_create(file ? H5T_STD_I32LE : H5T_NATIVE_INT32);
+        /* HDF5 converts enum to integer but not integer to enum: the writer's memory side is
+         * an enum too, the reader's (attest_results_make_read_type) plain int32. */
+        for (int v = 0; t >= 0 && v < ATTEST_VERDICT_COUNT_; v++) {
+            const int32_t value = v;
+            if (H5Tenum_insert(t, attest_verdict_name((attest_verdict)v), &value) < 0) {
+                H5Tclose(t);
+                return H5I_INVALID_HID;
+            }
+        }
+        return t;
     }
     case F_STR: {
         hid_t t = H5Tcopy(H5T_C_S1);
@@ -123,10 +143,10 @@ static hid_t field_type(const field_def *f, int file)
 }
 
 /* Inserts one field into the compound `t`: memory at `mem_offset`, file packed at *file_offset. */
-static int insert_field(hid_t t, const char *name, const field_def *f, int file, size_t mem_offset,
-                        size_t *file_offset)
+static int insert_field(hid_t t, const char *name, const field_def *f, int file, int reading,
+                        size_t mem_offset, size_t *file_offset)
 {
-    hid_t ft = field_type(f, file);
+    hid_t ft = field_type(f, file, reading);
     if (ft < 0) return -1;
     size_t size = H5Tget_size(ft);
     size_t at = file ? *file_offset : mem_offset;
@@ -139,14 +159,14 @@ static int insert_field(hid_t t, const char *name, const field_def *f, int file,
 
 /* Builds one compound: file = 0 gives the memory layout of attest_results_row, file = 1 the
  * packed little-endian layout (its size is the sum of the field sizes). */
-static hid_t build_type(int file)
+static hid_t build_type(int file, int reading)
 {
     size_t packed = 0;
     if (file) {
         /* First pass: the packed size, since a compound's size is fixed at creation. */
         for (size_t i = 0; i < NCASE + ATTEST_RECORD_MAX_OUTPUTS * NOUT; i++) {
             const field_def *f = i < NCASE ? &case_fields[i] : &output_fields[(i - NCASE) % NOUT];
-            hid_t ft = field_type(f, 1);
+            hid_t ft = field_type(f, 1, 0);
             if (ft < 0) return H5I_INVALID_HID;
             packed += H5Tget_size(ft);
             H5Tclose(ft);
@@ -156,8 +176,8 @@ static hid_t build_type(int file)
     if (t < 0) return t;
     size_t file_offset = 0;
     for (size_t i = 0; i < NCASE; i++)
-        if (insert_field(t, case_fields[i].name, &case_fields[i], file, case_fields[i].offset,
-                         &file_offset) < 0)
+        if (insert_field(t, case_fields[i].name, &case_fields[i], file, reading,
+                         case_fields[i].offset, &file_offset) < 0)
             goto fail;
     for (int k = 0; k < ATTEST_RECORD_MAX_OUTPUTS; k++) {
         size_t base = offsetof(attest_results_row, rec.outputs) +
@@ -165,8 +185,8 @@ static hid_t build_type(int file)
         for (size_t i = 0; i < NOUT; i++) {
             char name[64];
             snprintf(name, sizeof name, "out%d_%s", k, output_fields[i].name);
-            if (insert_field(t, name, &output_fields[i], file, base + output_fields[i].offset,
-                             &file_offset) < 0)
+            if (insert_field(t, name, &output_fields[i], file, reading,
+                             base + output_fields[i].offset, &file_offset) < 0)
                 goto fail;
         }
     }
@@ -176,10 +196,18 @@ fail:
     return H5I_INVALID_HID;
 }
 
+attest_status attest_results_make_read_type(hid_t *mem_type)
+{
+    *mem_type = build_type(0, 1);
+    if (*mem_type < 0)
+        return attest_fail(ATTEST_ERR_INTERNAL, "results: cannot build the table's HDF5 type");
+    return ATTEST_OK;
+}
+
 attest_status attest_results_make_types(hid_t *mem_type, hid_t *file_type)
 {
-    *mem_type = build_type(0);
-    *file_type = build_type(1);
+    *mem_type = build_type(0, 0);
+    *file_type = build_type(1, 0);
     if (*mem_type < 0 || *file_type < 0) {
         if (*mem_type >= 0) H5Tclose(*mem_type);
         if (*file_type >= 0) H5Tclose(*file_type);

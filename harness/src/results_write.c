@@ -406,6 +406,17 @@ uint64_t attest_results_rows_appended(const attest_results_writer *w)
 
 uint64_t attest_results_rows_flushed(const attest_results_writer *w) { return w ? w->flushed : 0; }
 
+void attest_results_set_device(attest_results_writer *w, const char *description)
+{
+    if (w == NULL || description == NULL || description[0] == '\0') return;
+    /* "NAME (sm_90, 139 GiB), CUDA runtime 13.0, driver 13.0": the device up to ", CUDA", the
+     * versions after it. */
+    const char *cuda = strstr(description, ", CUDA");
+    const size_t n = cuda ? (size_t)(cuda - description) : strlen(description);
+    snprintf(w->prov.device, sizeof w->prov.device, "%.*s", (int)n, description);
+    snprintf(w->prov.cuda_version, sizeof w->prov.cuda_version, "%s", cuda ? cuda + 2 : "");
+}
+
 /* --- closing ------------------------------------------------------------------------------- */
 
 attest_status attest_results_close(attest_results_writer *w, attest_results_end end)

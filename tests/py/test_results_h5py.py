@@ -36,7 +36,7 @@ def check_final(path):
     if os.path.exists(path + ".repro") or os.path.exists(path + ".rows"):
         fail("the repro directory or raw rows file outlived close")
     with h5py.File(path, "r") as f:
-        if f.attrs["format"] != "attest-results" or int(f.attrs["schema_version"]) != 2:
+        if f.attrs["format"] != "attest-results" or int(f.attrs["schema_version"]) != 3:
             fail("root attributes: %r" % dict(f.attrs))
         p = f["provenance"].attrs
         for key in ("attest_version", "git_commit", "c_compiler", "host", "start_time"):
@@ -95,10 +95,14 @@ def check_h5dump(path):
     if head.returncode != 0:
         fail("h5dump -H: " + head.stderr[-400:])
     for want in ('DATASET "cases"', 'H5T_STD_U64LE "case_id";', 'H5T_IEEE_F64LE "out0_max_rel";',
-                 'H5T_ARRAY { [4] H5T_STD_I64LE } "out0_worst_index";', 'GROUP "provenance"',
+                 'H5T_STD_I64LE "out0_worst_index_0";', 'H5T_STD_I64LE "out0_worst_index_3";', 'GROUP "provenance"',
                  'ATTRIBUTE "git_commit"', 'GROUP "repro"'):
         if want not in head.stdout:
             fail("h5dump -H lacks %r" % want)
+    # The verdict is an HDF5 enum: h5dump names its members and every row's value.
+    if not re.search(r'H5T_ENUM \{\s*H5T_STD_I32LE;\s*"OK"\s+0;[^}]*"MISMATCH"\s+1;[^}]*\}\s*"verdict";',
+                     head.stdout):
+        fail("h5dump -H: the verdict field is not an enum of the verdict names")
     row = subprocess.run(["h5dump", "-d", "/cases", "-s", "3", "-c", "1", path],
                          capture_output=True, text=True)
     if row.returncode != 0 or '"MISMATCH"' not in row.stdout or '"element+cosine"' not in row.stdout:
@@ -121,6 +125,18 @@ def check_docs(path, fields):
     out = subprocess.run([sys.executable, "-c", m.group(1), path], capture_output=True, text=True)
     if out.returncode != 0 or "MISMATCH" not in out.stdout:
         fail("the documented h5py example failed: " + out.stdout[-500:] + out.stderr[-800:])
+    # The pandas one-liner: every field a column (no array fields).
+    m = re.search(r"<!-- pandas-example -->.*?```python\n(.*?)```", text, re.S)
+    if not m:
+        fail("docs/results-format.md has no pandas example block")
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        print("pandas missing (ci/setup.sh --with-python installs it): its example skipped")
+        return
+    out = subprocess.run([sys.executable, "-c", m.group(1), path], capture_output=True, text=True)
+    if out.returncode != 0 or "MISMATCH" not in out.stdout:
+        fail("the documented pandas example failed: " + out.stdout[-500:] + out.stderr[-800:])
 
 
 def check_live(writer, tmp):

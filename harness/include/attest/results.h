@@ -38,7 +38,8 @@ extern "C" {
 
 /* Bumped whenever a field is added, removed or changes meaning. Readers accept files whose
  * version is <= theirs. */
-#define ATTEST_RESULTS_SCHEMA_VERSION 2 /* 2: worst_ratio, worst_tol per output */
+#define ATTEST_RESULTS_SCHEMA_VERSION 3 /* 2: worst_ratio, worst_tol per output; 3: coordinates
+                                           as scalar columns, verdict an HDF5 enum */
 #define ATTEST_RESULTS_FORMAT_NAME "attest-results"
 /* Suffix of the sibling directory that holds repros while a campaign runs. */
 #define ATTEST_RESULTS_REPRO_DIR_SUFFIX ".repro"
@@ -122,6 +123,11 @@ attest_status attest_results_flush(attest_results_writer *w) ATTEST_MUST_CHECK;
 /* Rows appended so far, and rows known to be in the file (the last flush). */
 uint64_t attest_results_rows_appended(const attest_results_writer *w);
 uint64_t attest_results_rows_flushed(const attest_results_writer *w);
+
+/* Records the device a device candidate ran on, as its worker describes it ("NVIDIA H200 (sm_90,
+ * 139 GiB), CUDA runtime 13.0, driver 13.0", attest_runner_device): provenance "device" gets the
+ * part before ", CUDA" and "cuda_version" the rest. Written into the file when it is closed. */
+void attest_results_set_device(attest_results_writer *w, const char *description);
 
 /* Flushes, copies the repros into the file, records the end time and state, closes and frees w
  * (also after an error; then the file keeps what the last flush held). */
