@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attest/files.h"
 #include "commands.h"
 
 int attest_cli_usage_error(const char *verb, const char *fmt, ...)
@@ -94,4 +95,13 @@ int attest_cli_option_value(int argc, char **argv, int *i, const char *name, con
     if (*i + 1 >= argc) return -1;
     *value = argv[++*i];
     return 1;
+}
+
+int attest_cli_check_output(const char *verb, const char *path, int kind, int force,
+                            const char *const *inputs, size_t num_inputs)
+{
+    if (attest_output_check(path, (attest_output_kind)kind, force, inputs, num_inputs) !=
+        ATTEST_OK)
+        return attest_cli_usage_error(verb, "%s", attest_last_error());
+    return -1;
 }

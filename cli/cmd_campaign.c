@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attest/files.h"
 #include "attest/registry.h"
 #include "commands.h"
 #include "engine.h"
@@ -20,12 +21,13 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: attest campaign [--candidate SPEC]... [--kernel K] [--cases N] [--seed S]\n"
-            "                       [--out FILE] [--jobs N] [--quiet] [generator bounds]\n"
+            "                       [--out FILE] [--force] [--jobs N] [--quiet] [generator bounds]\n"
             "\n"
             "Runs the main job: by default the embedded campaign, cpu-indexer on N indexer cases\n"
             "and cpu-mla-decode on N mla-decode cases (default N = %d each), isolated, 2 runs per\n"
             "case, under the embedded policy; writes every result to FILE (default %s)\n"
-            "and prints the summary. Exit status: 0 all passed, 1 a case failed, 2 error.\n"
+            "and prints the summary. Exit status: 0 all passed, 1 a case failed or none was judged,\n"
+            "2 error, 130 stopped by SIGINT.\n"
             "\n"
             "  --candidate SPEC  run this candidate (built-in name or path/lib.so:NAME) instead of\n"
             "                    the built-in ones; repeat for several (at most %d)\n"
@@ -35,6 +37,7 @@ static void usage(FILE *f)
             "  --jobs N          judge the cases in N worker processes (same results, same order)\n"
             "  --junit FILE      also write a JUnit XML report (one testcase per case)\n"
             "  --json FILE       also write the summary as JSON\n"
+            "  --force           replace an earlier results file at --out (nothing else)\n"
             "generator bounds (applied to every job; --layout to mla-decode jobs only):\n"
             ATTEST_CLI_GEN_USAGE,
             DEFAULT_CASES_PER_KERNEL, DEFAULT_OUT, MAX_JOBS);
@@ -49,6 +52,7 @@ int attest_cmd_campaign(int argc, char **argv)
         {"kernel", required_argument, NULL, 'k'}, {"jobs", required_argument, NULL, 'j'},
         {"junit", required_argument, NULL, 'J'}, {"json", required_argument, NULL, 'S'},
         ATTEST_CLI_GEN_LONG_OPTIONS,
+        {"force", no_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     char command_line[2048]; /* taken before getopt_long permutes argv */
@@ -59,12 +63,12 @@ int attest_cmd_campaign(int argc, char **argv)
     size_t num_specs = 0;
     attest_cli_gen_bounds bounds;
     memset(&bounds, 0, sizeof bounds);
-    int quiet = 0;
+    int quiet = 0, force = 0;
     int32_t workers = 1;
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":", options, NULL)) != -1) {
         if (attest_cli_gen_is_option(ch)) {
             const int rc = attest_cli_gen_option("campaign", ch, optarg, &bounds);
             if (rc >= 0) return rc;
@@ -83,6 +87,7 @@ int attest_cmd_campaign(int argc, char **argv)
                                               MAX_JOBS);
             specs[num_specs++] = optarg;
             break;
+        case 'F': force = 1; break;
         case 'n':
             if (attest_cli_parse_u64(optarg, &cases) || cases == 0)
                 return attest_cli_bad_value("campaign", "cases", optarg);
@@ -104,6 +109,9 @@ int attest_cmd_campaign(int argc, char **argv)
     if (kernel_name && attest_kernel_from_name(kernel_name, &only) != ATTEST_OK)
         return attest_cli_usage_error("campaign", "%s", attest_last_error());
 
+    int rc = attest_cli_check_output("campaign", out, ATTEST_OUTPUT_RESULTS, force, specs,
+                                     num_specs);
+    if (rc >= 0) return rc;
     static const char *const builtin[] = {"cpu-indexer", "cpu-mla-decode"};
     if (num_specs == 0)
         for (int j = 0; j < 2; j++) specs[num_specs++] = builtin[j];
@@ -146,6 +154,6 @@ int attest_cmd_campaign(int argc, char **argv)
     if (attest_engine_run(jobs, num_jobs, &opt, stdout, &totals) != ATTEST_OK)
         return attest_cli_usage_error("campaign", "%s", attest_last_error());
     attest_report_summary(stdout, &totals.summary, out, totals.seconds);
-    const int rc = totals.failures || totals.interrupted ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    rc = attest_engine_exit_status(&totals);
     return attest_engine_json(json, "campaign", &totals, out, rc);
 }

@@ -13,9 +13,11 @@
 
 #include "attest/ci_report.h"
 #include "attest/reference.h"
+#include "attest/files.h"
 #include "attest/registry.h"
 #include "attest/results.h"
 #include "check.h"
+#include "attest/files.h"
 #include "commands.h"
 #include "engine.h"
 
@@ -42,6 +44,7 @@ static void usage(FILE *f)
           "                    both: each case must pass both\n"
           "  --policy FILE     tolerance policy (default: embedded), for both comparisons\n"
           "  --out FILE        write every judged case to an HDF5 results file (attest show)\n"
+          "  --force           replace an earlier results file at --out (never a fixture)\n"
           "  --reruns N        runs per case, compared bitwise (default 2)\n"
           "  --timeout SEC     per-run time limit (default 10)\n"
           "  --no-isolate      run in this process (no crash isolation; for debugging)\n"
@@ -57,14 +60,14 @@ typedef struct check_args {
     against against;
     int32_t reruns;
     double timeout;
-    int no_isolate;
+    int no_isolate, force;
     char **fixtures;
     size_t num_fixtures;
 } check_args;
 
 enum {
     OPT_AGAINST = 256, OPT_POLICY, OPT_OUT, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_JUNIT,
-    OPT_JSON
+    OPT_JSON, OPT_FORCE
 };
 
 /* Returns -1 to go on, or an exit status. */
@@ -81,6 +84,7 @@ static int parse(int argc, char **argv, check_args *a)
         {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
         {"junit", required_argument, NULL, OPT_JUNIT},
         {"json", required_argument, NULL, OPT_JSON},
+        {"force", no_argument, NULL, OPT_FORCE},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -111,6 +115,7 @@ static int parse(int argc, char **argv, check_args *a)
         case OPT_NO_ISOLATE: a->no_isolate = 1; break;
         case OPT_JUNIT: a->junit = optarg; break;
         case OPT_JSON: a->json = optarg; break;
+        case OPT_FORCE: a->force = 1; break;
         case OPT_RERUNS:
             if (attest_cli_parse_i32(optarg, 1, 1000, &a->reruns))
                 return attest_cli_bad_value(VERB, "reruns", optarg);
@@ -128,6 +133,18 @@ static int parse(int argc, char **argv, check_args *a)
         return attest_cli_usage_error(VERB, "expected fixture files or directories");
     a->fixtures = argv + optind;
     a->num_fixtures = (size_t)(argc - optind);
+    if (a->out) {
+        /* A fixture (or the policy) given as --out would be overwritten by the results. */
+        const size_t n = 1 + a->num_specs + a->num_fixtures;
+        const char **inputs = calloc(n, sizeof *inputs);
+        if (!inputs) return attest_cli_usage_error(VERB, "out of memory");
+        inputs[0] = a->policy;
+        for (size_t i = 0; i < a->num_specs; i++) inputs[1 + i] = a->specs[i];
+        for (size_t i = 0; i < a->num_fixtures; i++) inputs[1 + a->num_specs + i] = a->fixtures[i];
+        int rc = attest_cli_check_output(VERB, a->out, ATTEST_OUTPUT_RESULTS, a->force, inputs, n);
+        free(inputs);
+        if (rc >= 0) return rc;
+    }
     return -1;
 }
 

@@ -16,6 +16,7 @@
 #include "attest/build_info.h"
 #include "attest/casefile.h"
 #include "attest/registry.h"
+#include "attest/files.h"
 #include "commands.h"
 #include "engine.h"
 #include "fixture.h"
@@ -42,6 +43,7 @@ static void usage(FILE *f)
           "                     case informative (no output all masked, NaN or ~0); an error\n"
           "                     names tags not found\n"
           "  --depth D          --cover: each tag shown by at least D cases (default 1)\n"
+          "  --force            replace OUT.h5 when it exists (an HDF5 file, nothing else)\n"
           "  --tries N          generated cases --cover chooses from (default 1000)\n"
           "  --expected WHAT    reference (default): the float64 CPU reference, as attest\n"
           "                     reference computes it; SPEC: the outputs of that candidate (the\n"
@@ -53,7 +55,8 @@ static void usage(FILE *f)
 
 enum {
     OPT_KERNEL = 256, OPT_CASES, OPT_SEED, OPT_COVER, OPT_TRIES, OPT_EXPECTED, OPT_TRUTH,
-    OPT_DEPTH
+    OPT_DEPTH,
+    OPT_FORCE
 };
 
 static const struct option long_options[] = {
@@ -67,6 +70,7 @@ static const struct option long_options[] = {
     {"with-truth", no_argument, NULL, OPT_TRUTH},
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {"depth", required_argument, NULL, OPT_DEPTH},
+    {"force", no_argument, NULL, OPT_FORCE},
     {NULL, 0, NULL, 0},
 };
 
@@ -75,7 +79,7 @@ typedef struct make_args {
     uint64_t cases, seed, tries;
     uint32_t depth;
     attest_cli_gen_bounds gen;
-    int with_truth;
+    int with_truth, force;
 } make_args;
 
 #define BAD(what) return attest_cli_bad_value(VERB, what, optarg)
@@ -103,6 +107,7 @@ static int parse_make(int argc, char **argv, make_args *a)
         case OPT_COVER: a->cover = optarg; break;
         case OPT_EXPECTED: a->expected = optarg; break;
         case OPT_TRUTH: a->with_truth = 1; break;
+        case OPT_FORCE: a->force = 1; break;
         case OPT_CASES:
             if (attest_cli_parse_u64(optarg, &a->cases) || a->cases == 0 || a->cases > 100000)
                 BAD("cases");
@@ -126,7 +131,7 @@ static int parse_make(int argc, char **argv, make_args *a)
         return attest_cli_usage_error(VERB, "make: expected one output file (OUT.h5)");
     a->out = argv[optind];
     if (!a->kernel) return attest_cli_usage_error(VERB, "make: --kernel is required");
-    return -1;
+    return attest_cli_check_output(VERB, a->out, ATTEST_OUTPUT_HDF5, a->force, NULL, 0);
 }
 
 /* Applies kernel and bounds to the generator options. Returns an exit status or -1. */

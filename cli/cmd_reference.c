@@ -1,15 +1,18 @@
 /* attest reference: computes the CPU reference outputs of the cases in a case file and writes
  * them, as float64, to an output file that mirrors the case file's groups. Policy-free: no
  * tolerance is applied here, the file records only what was computed and how. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attest/build_info.h"
 #include "attest/case.h"
 #include "attest/casefile.h"
 #include "attest/reference.h"
+#include "attest/files.h"
 #include "commands.h"
 
 #define VERB "reference"
@@ -22,12 +25,13 @@ typedef struct ref_opts {
     const char *out;
     ref_modes modes;
     attest_indexer_order order;
+    int force;
 } ref_opts;
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: attest reference CASE.h5 [--group G] --out OUT.h5 [--mode M] [--order O]\n"
+            "usage: attest reference CASE.h5 [--group G] --out OUT.h5 [--force] [--mode M] [--order O]\n"
             "\n"
             "Computes the CPU reference outputs of every case in CASE.h5 (or of group G) and\n"
             "writes them to OUT.h5 as float64 datasets, mirroring the case file's groups:\n"
@@ -37,7 +41,8 @@ static void usage(FILE *f)
             "\n"
             "options:\n"
             "  --group G     only the case in group G (default: every case in the file)\n"
-            "  --out OUT.h5  output file (required; replaced if it exists)\n"
+            "  --out OUT.h5  output file (required; written whole or not at all)\n"
+            "  --force       replace OUT.h5 when it exists (an HDF5 file, never the input)\n"
             "  --mode M      simulated: on the cache bytes as stored; true: on the truth tensors;\n"
             "                both; auto (default): simulated, plus true when the file holds truth\n"
             "  --order O     indexer order of operations: kernel (default: kscale applied last,\n"
@@ -70,7 +75,9 @@ static int parse(int argc, char **argv, ref_opts *o, int *done)
             *done = 1;
             return ATTEST_EXIT_OK;
         }
-        if (opt_value(argc, argv, &i, "--group", &v, &err)) {
+        if (!strcmp(argv[i], "--force")) {
+            o->force = 1;
+        } else if (opt_value(argc, argv, &i, "--group", &v, &err)) {
             if (err) return err;
             o->group = v;
         } else if (opt_value(argc, argv, &i, "--out", &v, &err)) {
@@ -102,9 +109,9 @@ static int parse(int argc, char **argv, ref_opts *o, int *done)
     }
     if (!o->input) return attest_cli_usage_error(VERB, "CASE.h5: missing (try --help)");
     if (!o->out) return attest_cli_usage_error(VERB, "--out: required (the output file)");
-    char a[PATH_MAX], b[PATH_MAX];
-    if (realpath(o->input, a) && realpath(o->out, b) && !strcmp(a, b))
-        return attest_cli_usage_error(VERB, "--out: %s is the case file itself", o->out);
+    const char *inputs[] = {o->input};
+    int rc = attest_cli_check_output(VERB, o->out, ATTEST_OUTPUT_HDF5, o->force, inputs, 1);
+    if (rc >= 0) return rc;
     return ATTEST_EXIT_OK;
 }
 
@@ -276,8 +283,11 @@ int attest_cmd_reference(int argc, char **argv)
         st = collect(o.group[0] ? o.group : "/", ATTEST_KERNEL_INDEXER, &groups);
     else if (st == ATTEST_OK)
         st = attest_casefile_list_groups(o.input, collect, &groups);
+    /* Written under a temporary sibling and renamed: a failed run leaves what was there. */
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", o.out, (long)getpid());
     attest_tensorfile *f = NULL;
-    if (st == ATTEST_OK) st = attest_tensorfile_create(o.out, &f);
+    if (st == ATTEST_OK) st = attest_tensorfile_create(tmp, &f);
     if (st == ATTEST_OK) st = attest_tensorfile_set_string(f, NULL, "attest_version", ATTEST_VERSION);
     if (st == ATTEST_OK) st = attest_tensorfile_set_string(f, NULL, "attest_commit", ATTEST_GIT_COMMIT);
     if (st == ATTEST_OK) st = attest_tensorfile_set_string(f, NULL, "source", o.input);
@@ -293,8 +303,11 @@ int attest_cmd_reference(int argc, char **argv)
     if (f) {
         attest_status cst = attest_tensorfile_close(f);
         if (st == ATTEST_OK) st = cst;
+        if (st == ATTEST_OK && rename(tmp, o.out) != 0)
+            st = attest_fail(ATTEST_ERR_IO, "%s: cannot rename %s into place: %s", o.out, tmp,
+                             strerror(errno));
         /* A partial output file would look like a complete one. */
-        if (st != ATTEST_OK) (void)remove(o.out);
+        if (st != ATTEST_OK) (void)remove(tmp);
     }
     if (st == ATTEST_OK) {
         for (size_t i = 0; i < groups.count; i++) printf("%s\n", lines[i]);

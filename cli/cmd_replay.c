@@ -2,6 +2,7 @@
  * against a candidate and prints the comparison in detail. */
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,7 +70,7 @@ static int parse(int argc, char **argv, replay_args *a)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":", options, NULL)) != -1) {
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case 'c': a->candidate = optarg; break;
@@ -152,7 +153,12 @@ static int load_case(const replay_args *a, attest_case *c, attest_case_record *s
     attest_results_reader *r = NULL;
     *from_results = 0;
     job_spec[0] = '\0';
-    if (attest_results_open_read(a->file, &r) == ATTEST_OK) {
+    /* Results files are read in a child first, as case files are below: corrupt HDF5
+     * metadata can crash or hang libhdf5. With --case the file must be a results file. */
+    if (a->has_case && attest_results_probe(a->file, 1) != ATTEST_OK)
+        return attest_cli_usage_error("replay", "%s", attest_last_error());
+    if ((a->has_case || attest_results_probe(a->file, 0) == ATTEST_OK) &&
+        attest_results_open_read(a->file, &r) == ATTEST_OK) {
         *from_results = 1;
         int has_repro = 0, have_job = 0;
         attest_gen_options gen;
@@ -175,7 +181,14 @@ static int load_case(const replay_args *a, attest_case *c, attest_case_record *s
                 return ATTEST_EXIT_USAGE;
             }
         }
-        if (st == ATTEST_OK && has_repro) st = attest_results_load_repro(r, a->case_id, c);
+        if (st == ATTEST_OK && has_repro) {
+            /* The repro is read in a child first too (it may be a file of its own). */
+            char where[PATH_MAX], repro_group[64];
+            st = attest_results_repro_location(r, a->case_id, where, sizeof where, repro_group,
+                                               sizeof repro_group);
+            if (st == ATTEST_OK) st = attest_casefile_probe(where, repro_group);
+            if (st == ATTEST_OK) st = attest_results_load_repro(r, a->case_id, c);
+        }
         else if (st == ATTEST_OK && have_job) {
             st = regenerate(a, stored, &gen, c);
             *regenerated = 1;

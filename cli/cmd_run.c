@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attest/files.h"
 #include "attest/registry.h"
 #include "attest/report.h"
 #include "commands.h"
@@ -16,7 +17,8 @@ static void usage(FILE *f)
     fputs("usage: attest run --candidate SPEC [--kernel indexer|mla-decode] [options]\n"
           "\n"
           "Judges a candidate kernel on generated cases against the CPU reference.\n"
-          "Exit status: 0 every case passed, 1 a case failed, 2 usage or input error.\n"
+          "Exit status: 0 every case passed, 1 a case failed or none was judged, 2 usage or\n"
+          "input error, 130 stopped by SIGINT (143 SIGTERM).\n"
           "\n"
           "  --candidate SPEC   built-in name (attest list) or path/lib.so:NAME\n"
           "  --kernel K         kernel family; must match the candidate's (default: its own)\n"
@@ -25,6 +27,7 @@ static void usage(FILE *f)
           "  --case-seed X      run exactly one case, drawn from its own seed X (as printed)\n"
           "  --filter F         only cases whose parameter string matches, e.g. 'b=2,layout=mla-v4'\n"
           "  --out FILE         write every result to an HDF5 results file (attest show FILE)\n"
+          "  --force            replace an earlier results file at --out (never anything else)\n"
           "  --policy FILE      tolerance policy (default: the embedded policies/default.json)\n"
           "  --reruns N         runs per case, compared bitwise (default 2)\n"
           "  --timeout SEC      per-run time limit (default 10)\n"
@@ -41,7 +44,7 @@ static void usage(FILE *f)
 
 enum {
     OPT_CASE_SEED = 256, OPT_POLICY, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_MAX_FAILURES,
-    OPT_PRINT_FAILURES, OPT_QUIET, OPT_JOBS, OPT_JUNIT, OPT_JSON
+    OPT_PRINT_FAILURES, OPT_QUIET, OPT_JOBS, OPT_JUNIT, OPT_JSON, OPT_FORCE
 };
 
 static const struct option long_options[] = {
@@ -64,13 +67,14 @@ static const struct option long_options[] = {
     {"jobs", required_argument, NULL, OPT_JOBS},
     {"junit", required_argument, NULL, OPT_JUNIT},
     {"json", required_argument, NULL, OPT_JSON},
+    {"force", no_argument, NULL, OPT_FORCE},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct run_args {
     const char *candidate, *kernel, *out, *policy, *filter, *junit, *json;
     uint64_t cases, seed, case_seed, max_failures, print_failures;
-    int use_case_seed, no_isolate, quiet;
+    int use_case_seed, no_isolate, quiet, force;
     int32_t reruns, jobs;
     attest_cli_gen_bounds gen;
     double timeout;
@@ -91,7 +95,7 @@ static int parse(int argc, char **argv, run_args *a)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
         if (attest_cli_gen_is_option(ch)) {
             const int rc = attest_cli_gen_option("run", ch, optarg, &a->gen);
             if (rc >= 0) return rc;
@@ -133,6 +137,7 @@ static int parse(int argc, char **argv, run_args *a)
         case OPT_QUIET: a->quiet = 1; break;
         case OPT_JUNIT: a->junit = optarg; break;
         case OPT_JSON: a->json = optarg; break;
+        case OPT_FORCE: a->force = 1; break;
         default: return attest_cli_getopt_error("run", ch, argv);
         }
     }
@@ -151,6 +156,12 @@ int attest_cmd_run(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc >= 0) return rc;
 
+    if (a.out) {
+        const char *inputs[] = {a.policy, a.candidate};
+        if ((rc = attest_cli_check_output("run", a.out, ATTEST_OUTPUT_RESULTS, a.force, inputs,
+                                          2)) >= 0)
+            return rc;
+    }
     const attest_candidate *cand = NULL;
     if (attest_candidate_resolve(a.candidate, &cand) != ATTEST_OK)
         return attest_cli_usage_error("run", "%s", attest_last_error());
@@ -201,8 +212,9 @@ int attest_cmd_run(int argc, char **argv)
         return attest_cli_usage_error("run", "%s", attest_last_error());
     }
     if (totals.filtered)
-        printf("filter '%s': %" PRIu64 " generated cases skipped\n", a.filter, totals.filtered);
+        printf("filter '%s': %" PRIu64 " generated cases skipped%s\n", a.filter, totals.filtered,
+               totals.judged ? "" : ": it matched none (check its spelling: attest run --help)");
     attest_report_summary(stdout, &totals.summary, a.out, totals.seconds);
-    rc = totals.failures || totals.interrupted ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    rc = attest_engine_exit_status(&totals);
     return attest_engine_json(a.json, "run", &totals, a.out, rc);
 }

@@ -19,6 +19,13 @@ static void usage(FILE *f)
           f);
 }
 
+static uint64_t judged_rows(const uint64_t *counts, uint64_t unknown)
+{
+    uint64_t n = unknown;
+    for (int v = 0; v < ATTEST_VERDICT_COUNT_; v++) n += counts[v];
+    return n;
+}
+
 int attest_cmd_show(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -30,7 +37,7 @@ int attest_cmd_show(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":", options, NULL)) != -1) {
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case 'g':
@@ -43,7 +50,9 @@ int attest_cmd_show(int argc, char **argv)
     if (optind + 1 != argc)
         return attest_cli_usage_error("show", "expected one results file (attest show --help)");
     attest_results_reader *r = NULL;
-    if (attest_results_open_read(argv[optind], &r) != ATTEST_OK)
+    /* Read whole in a child first: corrupt HDF5 metadata can crash or hang libhdf5. */
+    if (attest_results_probe(argv[optind], 1) != ATTEST_OK ||
+        attest_results_open_read(argv[optind], &r) != ATTEST_OK)
         return attest_cli_usage_error("show", "%s", attest_last_error());
     uint64_t counts[ATTEST_VERDICT_COUNT_] = {0}, unknown = 0;
     attest_status st = attest_report_show(stdout, r, (size_t)per_group);
@@ -53,5 +62,7 @@ int attest_cmd_show(int argc, char **argv)
     uint64_t failures = unknown;
     for (int v = 0; v < ATTEST_VERDICT_COUNT_; v++)
         if (attest_verdict_is_failure((attest_verdict)v)) failures += counts[v];
-    return failures ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    /* Nothing judged is no pass (the rule of run and check). */
+    return failures || judged_rows(counts, unknown) == 0 ? ATTEST_EXIT_FAILED
+                                                                            : ATTEST_EXIT_OK;
 }

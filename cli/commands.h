@@ -3,6 +3,7 @@
 #ifndef ATTEST_CLI_COMMANDS_H
 #define ATTEST_CLI_COMMANDS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define ATTEST_EXIT_OK 0
@@ -47,6 +48,12 @@ int attest_cli_getopt_error(const char *verb, int ch, char **argv);
  * "--out V" or "--out=V". Returns 0 when it is not; 1 when it is, with *value set and *i on the
  * last word used; -1 when it is but no value follows. */
 int attest_cli_option_value(int argc, char **argv, int *i, const char *name, const char **value);
+
+/* Applies the output-file policy (attest/files.h) to --out PATH of a verb: returns -1 when the
+ * path may be written, else prints one line and returns ATTEST_EXIT_USAGE. inputs: the files the
+ * command reads (NULL entries ignored). */
+int attest_cli_check_output(const char *verb, const char *path, int kind, int force,
+                            const char *const *inputs, size_t num_inputs);
 
 /* Returns 1 when progress lines suit stderr: a terminal, and not under CI (env CI set). */
 int attest_cli_interactive(void);

@@ -19,11 +19,41 @@
 
 volatile sig_atomic_t attest_engine_stop_requested;
 #define stop_requested attest_engine_stop_requested
+static volatile sig_atomic_t stop_signal;
 
 static void on_stop_signal(int sig)
 {
-    (void)sig;
     stop_requested = 1;
+    stop_signal = sig;
+}
+
+int attest_engine_exit_status(const attest_engine_totals *t)
+{
+    if (t->stop_signal) return 128 + t->stop_signal;
+    return t->failures || t->judged == 0 || t->interrupted ? 1 : 0;
+}
+
+/* The campaign in progress, for exit_guard. */
+static attest_results_writer *active_results;
+static const char *active_path;
+static int exit_guard_registered;
+
+/* A candidate run in this process (--no-isolate) that calls exit() would end attest with the
+ * candidate's status (0: "passed") and lose the buffered rows. This handler runs first of the
+ * atexit handlers (it is registered after HDF5's): it keeps the rows and ends with status 2. */
+static void exit_guard(void)
+{
+    if (!active_results) return;
+    attest_results_writer *w = active_results;
+    active_results = NULL;
+    fflush(stdout);
+    const attest_status st = attest_results_flush(w);
+    fprintf(stderr,
+            "attest: the process was ended by exit() during the campaign (a candidate run with "
+            "--no-isolate?); %llu rows %s %s\n",
+            (unsigned long long)attest_results_rows_flushed(w),
+            st == ATTEST_OK ? "kept in" : "could not all be kept in", active_path);
+    _exit(2);
 }
 
 #define now_seconds attest_engine_now
@@ -298,6 +328,9 @@ static attest_status run_job(engine_run *er, const attest_job *job)
     }
     /* A device candidate's worker named its GPU and CUDA versions: provenance keeps them. */
     attest_results_set_device(er->results, attest_runner_device(runner));
+    /* The candidate's fini runs in the destroy (in this process under --no-isolate): a crash
+     * there must not take the buffered rows with it. */
+    if (er->results && st == ATTEST_OK) st = attest_results_flush(er->results);
     attest_runner_destroy(runner);
     return st;
 }
@@ -325,6 +358,11 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
         attest_results_provenance prov;
         fill_provenance(&prov, jobs, num_jobs, &opt);
         st = attest_results_create(opt.out_path, &prov, NULL, &er.results);
+        if (st == ATTEST_OK) {
+            active_results = er.results;
+            active_path = opt.out_path;
+            if (!exit_guard_registered) exit_guard_registered = atexit(exit_guard) == 0;
+        }
     }
     if (st == ATTEST_OK && opt.junit_path)
         st = attest_junit_open(opt.junit_path, opt.junit_suite ? opt.junit_suite : "attest",
@@ -334,6 +372,7 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     stop_requested = 0;
+    stop_signal = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     if (opt.jobs > 1 && st == ATTEST_OK) {
@@ -343,10 +382,13 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
             st = run_job(&er, &jobs[j]);
     }
     totals->interrupted = stop_requested != 0;
+    totals->stop_signal = stop_signal;
+    totals->summary.stop_signal = stop_signal;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (opt.progress) attest_report_progress_end(stderr);
     totals->seconds = now_seconds() - er.start;
+    active_results = NULL;
     if (er.results) {
         char saved_error[512];
         snprintf(saved_error, sizeof saved_error, "%s", attest_last_error());

@@ -43,7 +43,13 @@ typedef struct attest_engine_totals {
     attest_summary summary;        /* every judged record, for the end-of-run summary */
     double seconds;
     int interrupted;               /* SIGINT/SIGTERM or max_failures stopped it */
+    int stop_signal;               /* SIGINT or SIGTERM stopped it (0: not a signal) */
 } attest_engine_totals;
+
+/* The exit status of a run: 128 + signal when a signal stopped it (never 0: an interrupted run
+ * did not pass), 1 when a case failed, when nothing was judged (a --filter that matched no
+ * case; `attest check` follows the same rule) or when --max-failures stopped it, else 0. */
+int attest_engine_exit_status(const attest_engine_totals *t);
 
 /* Returns engine defaults: runner defaults, no results file, progress off, 20 failures printed. */
 attest_engine_options attest_engine_defaults(void);

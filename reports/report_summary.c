@@ -74,7 +74,11 @@ void attest_report_summary(FILE *f, const attest_summary *s, const char *results
         fprintf(f, " in %.2f s (%.0f cases/s)", wall_seconds, (double)s->cases / wall_seconds);
     fputc('\n', f);
     if (s->cases == 0) {
-        fprintf(f, "result: EMPTY (no case was judged)\n");
+        if (s->stop_signal)
+            fprintf(f, "result: INTERRUPTED (%s before any case was judged)\n",
+                     strsignal(s->stop_signal));
+        else
+            fprintf(f, "result: EMPTY (no case was judged)\n");
         return;
     }
     fputs("  verdicts:", f);
@@ -136,7 +140,10 @@ void attest_report_summary(FILE *f, const attest_summary *s, const char *results
             }
         }
     }
-    if (s->failures)
+    if (s->stop_signal)
+        fprintf(f, "result: INTERRUPTED (%s after %" PRIu64 " cases, %" PRIu64 " failed)\n",
+                strsignal(s->stop_signal), s->cases, s->failures);
+    else if (s->failures)
         fprintf(f, "result: FAIL (%" PRIu64 " of %" PRIu64 " cases failed)\n", s->failures,
                 s->cases);
     else

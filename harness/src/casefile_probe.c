@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "attest/casefile.h"
+#include "child_probe.h"
 
 /* What the child reports: its status, then the one-line message. */
 typedef struct probe_report {
@@ -45,104 +46,15 @@ static attest_status probe_in_child(const char *path, const char *group)
     return attest_casefile_list_groups(path, load_each, (void *)path);
 }
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Reads up to n bytes; returns how many arrived before end of file or an error. */
-static size_t read_all(int fd, void *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, (char *)buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    return got;
-}
-
-/* The child's deadline: $ATTEST_PROBE_TIMEOUT seconds (0: none), default 60. Reading a valid
- * file takes well under a second per 100 MB. */
-static unsigned probe_seconds(void)
-{
-    const char *env = getenv("ATTEST_PROBE_TIMEOUT");
-    if (env == NULL || *env == '\0') return 60;
-    char *end;
-    unsigned long v = strtoul(env, &end, 10);
-    return *end == '\0' && v <= 86400 ? (unsigned)v : 60;
-}
-
 /* How a child that reported nothing ended, for messages: "crashed the HDF5 library (signal
  * 11)" or "did not finish within 60 s". */
-static const char *child_end(int wstatus, char *buf, size_t cap)
+static const char *child_end(const child_probe *p, int wstatus, char *buf, size_t cap)
 {
-    if (WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGALRM)
-        snprintf(buf, cap, "did not finish within %u s", probe_seconds());
-    else
-        snprintf(buf, cap, "crashed the HDF5 library (signal %d)",
-                 WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0);
+    if (p->timed_out || (WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGALRM))
+        return child_probe_end(p, wstatus, buf, cap);
+    snprintf(buf, cap, "crashed the HDF5 library (signal %d)",
+             WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0);
     return buf;
-}
-
-/* What a child runs: writes its reports to fd, returns its exit code. */
-typedef int (*child_fn)(int fd, void *arg);
-
-/* Forks a child that runs fn(write end, arg) and exits; the caller reads *fd (the read end),
- * closes it and reaps *pid with reap(). `doing` completes "cannot fork to ...". */
-static attest_status spawn(const char *path, const char *doing, child_fn fn, void *arg, int *fd,
-                           pid_t *pid)
-{
-    int fds[2];
-    if (pipe(fds) != 0)
-        return attest_fail(ATTEST_ERR_IO, "%s: cannot create a pipe: %s", path, strerror(errno));
-    fflush(NULL); /* nothing buffered may be written twice */
-    *pid = fork();
-    if (*pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return attest_fail(ATTEST_ERR_IO, "%s: cannot fork to %s: %s", path, doing,
-                           strerror(errno));
-    }
-    if (*pid == 0) {
-        close(fds[0]);
-        /* The caller's crash handlers (a test framework's longjmp, a sanitizer's report) must not
-         * run here: the child has to die of the signal. */
-        static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-        for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
-            (void)signal(crash_signals[i], SIG_DFL);
-        /* HDF5 1.10 also loops forever on some corrupt metadata (a global heap object whose
-         * size overruns its collection): the child gets a deadline, and dies of SIGALRM. */
-        (void)signal(SIGALRM, SIG_DFL);
-        (void)alarm(probe_seconds());
-        /* A crash report from the child (a sanitizer's, say) would break the one-line rule. */
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0) {
-            (void)dup2(devnull, STDERR_FILENO);
-            close(devnull);
-        }
-        _exit(fn(fds[1], arg));
-    }
-    close(fds[1]);
-    *fd = fds[0];
-    return ATTEST_OK;
-}
-
-static int reap(pid_t pid)
-{
-    int wstatus = 0;
-    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-    }
-    return wstatus;
 }
 
 /* --- one status for the whole file ----------------------------------------------------------- */
@@ -158,31 +70,29 @@ static int probe_child(int fd, void *arg)
     memset(&r, 0, sizeof r);
     r.status = (int32_t)probe_in_child(t->path, t->group);
     snprintf(r.message, sizeof r.message, "%s", r.status ? attest_last_error() : "");
-    return write_all(fd, &r, sizeof r) == 0 ? 0 : 1;
+    return child_probe_write_all(fd, &r, sizeof r) == 0 ? 0 : 1;
 }
 
 attest_status attest_casefile_probe(const char *path, const char *group)
 {
     if (!path) return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_probe: NULL path");
     probe_target t = {path, group};
-    int fd;
-    pid_t pid;
-    attest_status st = spawn(path, "probe the file", probe_child, &t, &fd, &pid);
+    child_probe p;
+    attest_status st = child_probe_spawn(path, "probe the file", probe_child, &t, &p);
     if (st != ATTEST_OK) return st;
     probe_report r;
-    size_t got = read_all(fd, &r, sizeof r);
-    close(fd);
-    int wstatus = reap(pid);
+    size_t got = child_probe_read(&p, &r, sizeof r);
+    int wstatus = child_probe_finish(&p);
     if (got == sizeof r && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
         r.message[sizeof r.message - 1] = '\0';
         if (r.status == ATTEST_OK) return ATTEST_OK;
         if (r.status < 0 || r.status >= ATTEST_STATUS_COUNT_) r.status = ATTEST_ERR_INTERNAL;
         return attest_fail((attest_status)r.status, "%s", r.message);
     }
-    char end[64];
-    if (WIFSIGNALED(wstatus))
+    char end[96];
+    if (WIFSIGNALED(wstatus) || p.timed_out)
         return attest_fail(ATTEST_ERR_FORMAT, "%s: reading it %s: its HDF5 metadata is corrupt",
-                           path, child_end(wstatus, end, sizeof end));
+                           path, child_end(&p, wstatus, end, sizeof end));
     return attest_fail(ATTEST_ERR_FORMAT,
                        "%s: reading it stopped a probe process (exit %d): its HDF5 metadata is "
                        "corrupt",
@@ -233,7 +143,7 @@ static int send_record(int fd, int32_t type, const attest_casefile_probe_case *c
     memset(&r, 0, sizeof r);
     r.type = type;
     if (c) r.c = *c;
-    return write_all(fd, &r, sizeof r);
+    return child_probe_write_all(fd, &r, sizeof r);
 }
 
 typedef struct cases_target {
@@ -279,9 +189,8 @@ attest_status attest_casefile_probe_cases(const char *path, attest_casefile_prob
     if (!path)
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_probe_cases: NULL path");
     cases_target t = {path, check, user};
-    int fd;
-    pid_t pid;
-    attest_status st = spawn(path, "read it", cases_child, &t, &fd, &pid);
+    child_probe p;
+    attest_status st = child_probe_spawn(path, "read it", cases_child, &t, &p);
     if (st != ATTEST_OK) return st;
     case_list l = {0};
     int ended = 0, open_case = 0;
@@ -289,7 +198,7 @@ attest_status attest_casefile_probe_cases(const char *path, attest_casefile_prob
     memset(&begun, 0, sizeof begun);
     for (;;) {
         case_record r;
-        if (read_all(fd, &r, sizeof r) < sizeof r) break;
+        if (child_probe_read(&p, &r, sizeof r) < sizeof r) break;
         r.c.name[sizeof r.c.name - 1] = '\0';
         r.c.message[sizeof r.c.message - 1] = '\0';
         /* Messages quote names from the file, which a corrupt file fills with any bytes. */
@@ -309,8 +218,7 @@ attest_status attest_casefile_probe_cases(const char *path, attest_casefile_prob
             ended = 1;
         }
     }
-    close(fd);
-    int wstatus = reap(pid);
+    int wstatus = child_probe_finish(&p);
     out->cases = l.items;
     out->count = l.count;
     if (st != ATTEST_OK) {
@@ -318,8 +226,8 @@ attest_status attest_casefile_probe_cases(const char *path, attest_casefile_prob
         return st;
     }
     if (ended) return ATTEST_OK;
-    char end[64];
-    (void)child_end(wstatus, end, sizeof end);
+    char end[96];
+    (void)child_end(&p, wstatus, end, sizeof end);
     out->file_status = ATTEST_ERR_FORMAT;
     if (open_case)
         snprintf(out->file_message, sizeof out->file_message,

@@ -227,8 +227,11 @@ attest_status attest_results_build_final(const attest_results_final_spec *s)
     hid_t final = H5I_INVALID_HID, final_cases = H5I_INVALID_HID, fapl = H5I_INVALID_HID;
     attest_status st = attest_results_make_types(&mem_type, &file_type);
     if (st != ATTEST_OK) goto out;
-    live = H5Fopen(s->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (live < 0 || (live_cases = H5Dopen2(live, ATTEST_RESULTS_CASES, H5P_DEFAULT)) < 0) {
+    hid_t dapl = attest_results_external_dapl();
+    if (dapl >= 0) live = H5Fopen(s->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (live >= 0) live_cases = H5Dopen2(live, ATTEST_RESULTS_CASES, dapl);
+    if (dapl >= 0) H5Pclose(dapl);
+    if (live < 0 || live_cases < 0) {
         st = attest_results_h5_fail(ATTEST_ERR_IO, s->path, "cannot reopen to finish");
         goto out;
     }

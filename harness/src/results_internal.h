@@ -53,7 +53,7 @@ size_t attest_results_num_fields(void);
 #define ATTEST_RESULTS_PROVENANCE "provenance"
 #define ATTEST_RESULTS_POLICY_TEXT "policy_text"
 #define ATTEST_RESULTS_REPRO_GROUP "repro"
-/* Suffix of the live table's external raw file. */
+/* Suffix of the live table's external raw file (results.h has it too). */
 #define ATTEST_RESULTS_ROWS_SUFFIX ".rows"
 
 /* HDF5 prints its error stack on stderr by default; attest calls must not. */
@@ -112,7 +112,12 @@ attest_status attest_results_write_provenance(hid_t file, const char *path,
                                               const char *end_time, double duration_s)
     ATTEST_MUST_CHECK;
 
-/* Creates the empty "cases" table: rows in the external raw file `external` (the live table), or
+/* A dataset access list that resolves external raw files against the results file's own
+ * directory ("${ORIGIN}"). Closed with H5Pclose by the caller; < 0 on failure. */
+hid_t attest_results_external_dapl(void);
+
+/* Creates the empty "cases" table: rows in the external raw file `external` (a name relative to
+ * the file's directory: the live table), or
  * chunked with deflate (< 0: none) when external is NULL (the final table). */
 attest_status attest_results_create_table(hid_t file, const char *path, hid_t file_type,
                                           const char *external, uint32_t chunk_rows, int deflate,

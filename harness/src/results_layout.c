@@ -85,6 +85,16 @@ attest_status attest_results_write_provenance(hid_t file, const char *path,
     return st;
 }
 
+hid_t attest_results_external_dapl(void)
+{
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl >= 0 && H5Pset_efile_prefix(dapl, "${ORIGIN}") < 0) {
+        H5Pclose(dapl);
+        return H5I_INVALID_HID;
+    }
+    return dapl;
+}
+
 /* Creates the empty "cases" table with the legend attributes: rows in the external raw file
  * `external` (the live table), or chunked with deflate (< 0: none) when external is NULL. */
 attest_status attest_results_create_table(hid_t file, const char *path, hid_t file_type,
@@ -107,8 +117,13 @@ attest_status attest_results_create_table(hid_t file, const char *path, hid_t fi
         st = attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot set up the cases table");
         goto out;
     }
-    *out = H5Dcreate2(file, ATTEST_RESULTS_CASES, file_type, space, H5P_DEFAULT, dcpl,
-                      H5P_DEFAULT);
+    /* The raw file is named relative to the results file (external storage resolves against
+     * "${ORIGIN}", the file's own directory), so a killed campaign's pair can be moved. */
+    hid_t dapl = external ? attest_results_external_dapl() : H5Pcreate(H5P_DATASET_ACCESS);
+    *out = dapl < 0 ? H5I_INVALID_HID
+                    : H5Dcreate2(file, ATTEST_RESULTS_CASES, file_type, space, H5P_DEFAULT, dcpl,
+                                 dapl);
+    if (dapl >= 0) H5Pclose(dapl);
     if (*out < 0) {
         st = attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot create the cases table");
         goto out;

@@ -9,9 +9,12 @@
 #include <sys/stat.h>
 
 #include "attest/casefile.h"
+#include "attest/files.h"
 #include "results_internal.h"
 
 #define READ_BLOCK_ROWS 256
+/* A policy is a few KiB of JSON; a file that declares more is damaged or hostile. */
+#define ATTEST_RESULTS_MAX_POLICY_TEXT (16 << 20)
 
 struct attest_results_reader {
     char path[PATH_MAX];
@@ -55,6 +58,11 @@ static attest_status read_policy_text(attest_results_reader *r, hid_t g)
         goto out;
     }
     size_t n = H5Tget_size(ft);
+    if (n > ATTEST_RESULTS_MAX_POLICY_TEXT) {
+        st = attest_fail(ATTEST_ERR_FORMAT, "%s: provenance/policy_text declares %zu bytes (at "
+                         "most %d)", r->path, n, ATTEST_RESULTS_MAX_POLICY_TEXT);
+        goto out;
+    }
     r->policy_text = calloc(n + 1, 1);
     mt = H5Tcopy(H5T_C_S1);
     if (!r->policy_text) {
@@ -130,9 +138,131 @@ static attest_status read_provenance(attest_results_reader *r)
     return st;
 }
 
+/* The fields a row cannot do without: a missing one would read back as zeros (a missing
+ * "verdict" as OK). Files of the current schema must have every field; older ones (whose
+ * metrics columns were laid out differently) these. */
+static const char *const required_fields[] = {"case_id", "seed",         "params",
+                                              "candidate", "verdict",    "verdict_name",
+                                              "failed_gates", "num_outputs", "repro",
+                                              "message"};
+
+/* Whether a file field of class `have` reads into a memory field of class `want`. */
+static int class_fits(H5T_class_t want, H5T_class_t have)
+{
+    if (want == H5T_INTEGER) return have == H5T_INTEGER || have == H5T_ENUM;
+    return want == have;
+}
+
+static attest_status check_fields(attest_results_reader *r)
+{
+    hid_t ft = H5Dget_type(r->cases);
+    if (ft < 0 || H5Tget_class(ft) != H5T_COMPOUND) {
+        if (ft >= 0) H5Tclose(ft);
+        return attest_fail(ATTEST_ERR_FORMAT, "%s: the cases table is not a compound table",
+                           r->path);
+    }
+    attest_status st = ATTEST_OK;
+    const int all = r->prov.schema_version >= ATTEST_RESULTS_SCHEMA_VERSION;
+    int n = H5Tget_nmembers(r->mem_type);
+    for (int i = 0; i < n && st == ATTEST_OK; i++) {
+        char *name = H5Tget_member_name(r->mem_type, (unsigned)i);
+        if (!name) {
+            st = attest_fail(ATTEST_ERR_INTERNAL, "%s: cannot name a field", r->path);
+            break;
+        }
+        int required = all;
+        for (size_t k = 0; !required && k < sizeof required_fields / sizeof *required_fields; k++)
+            required = !strcmp(name, required_fields[k]);
+        int at = H5Tget_member_index(ft, name);
+        if (at < 0 && required)
+            st = attest_fail(ATTEST_ERR_FORMAT, "%s: the cases table has no field '%s'", r->path,
+                             name);
+        else if (at >= 0 && !class_fits(H5Tget_member_class(r->mem_type, (unsigned)i),
+                                        H5Tget_member_class(ft, (unsigned)at)))
+            st = attest_fail(ATTEST_ERR_FORMAT, "%s: field '%s' of the cases table has the wrong "
+                             "type", r->path, name);
+        H5free_memory(name);
+    }
+    H5Tclose(ft);
+    H5Eclear2(H5E_DEFAULT);
+    return st;
+}
+
+/* The table's rows must be in the file: in chunks (the final file) or in the one external raw
+ * file a live or killed campaign keeps beside it, "<file name>.rows", which must be a regular
+ * file that holds every row the table declares. Storage anywhere else is refused: reading it
+ * would show whatever that file holds as rows. */
+static attest_status check_storage(attest_results_reader *r, hid_t dcpl, size_t row_bytes)
+{
+    int count = H5Pget_external_count(dcpl);
+    ATTEST_RETURN_IF(count < 0, ATTEST_ERR_FORMAT, "%s: cannot read the table's storage", r->path);
+    if (count == 0) {
+        if (H5Pget_layout(dcpl) != H5D_CHUNKED) {
+            ATTEST_RETURN_IF(r->num_rows > 0 && H5Dget_storage_size(r->cases) <
+                                                    (hsize_t)r->num_rows * row_bytes,
+                             ATTEST_ERR_FORMAT,
+                             "%s: the cases table declares %llu rows but stores fewer", r->path,
+                             (unsigned long long)r->num_rows);
+            return ATTEST_OK;
+        }
+        hsize_t chunk = 0, nchunks = 0;
+        hid_t space = H5Dget_space(r->cases);
+        int ok = space >= 0 && H5Pget_chunk(dcpl, 1, &chunk) == 1 && chunk > 0 &&
+                 H5Dget_num_chunks(r->cases, space, &nchunks) >= 0;
+        if (space >= 0) H5Sclose(space);
+        ATTEST_RETURN_IF(!ok, ATTEST_ERR_FORMAT, "%s: cannot read the table's chunks", r->path);
+        const uint64_t want = (r->num_rows + chunk - 1) / chunk;
+        ATTEST_RETURN_IF(nchunks < want, ATTEST_ERR_FORMAT,
+                         "%s: the cases table declares %llu rows in %llu chunks but only %llu "
+                         "are stored (truncated?)",
+                         r->path, (unsigned long long)r->num_rows, (unsigned long long)want,
+                         (unsigned long long)nchunks);
+        return ATTEST_OK;
+    }
+    char name[PATH_MAX];
+    off_t offset = 0;
+    hsize_t size = 0;
+    ATTEST_RETURN_IF(count != 1 || H5Pget_external(dcpl, 0, sizeof name, name, &offset, &size) < 0,
+                     ATTEST_ERR_FORMAT, "%s: the cases table names %d external files (attest "
+                     "writes one)", r->path, count);
+    name[sizeof name - 1] = '\0';
+    const char *slash = strrchr(r->path, '/');
+    const char *base = slash ? slash + 1 : r->path;
+    char sibling[PATH_MAX + 16], expect[PATH_MAX + 16];
+    snprintf(expect, sizeof expect, "%s%s", base, ATTEST_RESULTS_ROWS_SUFFIX);
+    snprintf(sibling, sizeof sibling, "%s%s", r->path, ATTEST_RESULTS_ROWS_SUFFIX);
+    /* Files of earlier attest versions name the sibling by its absolute path. */
+    int is_sibling = strcmp(name, expect) == 0;
+    if (!is_sibling && name[0] == '/') {
+        char a[PATH_MAX], b[PATH_MAX];
+        is_sibling = realpath(name, a) && realpath(sibling, b) && !strcmp(a, b);
+    }
+    for (char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
+    ATTEST_RETURN_IF(!is_sibling || offset != 0, ATTEST_ERR_FORMAT,
+                     "%s: its rows are declared in '%.200s'; attest reads rows only from the "
+                     "file's own sibling %s",
+                     r->path, name, expect);
+    struct stat sb;
+    if (lstat(sibling, &sb) != 0)
+        return attest_fail(ATTEST_ERR_FORMAT,
+                           "%s: its rows are in %s, which is missing (move the two together)",
+                           r->path, sibling);
+    ATTEST_RETURN_IF(!S_ISREG(sb.st_mode), ATTEST_ERR_FORMAT,
+                     "%s: %s is not a regular file", r->path, sibling);
+    const uint64_t have = (uint64_t)sb.st_size / row_bytes;
+    ATTEST_RETURN_IF(have < r->num_rows, ATTEST_ERR_FORMAT,
+                     "%s: the cases table declares %llu rows but %s holds %llu (truncated?)",
+                     r->path, (unsigned long long)r->num_rows, sibling, (unsigned long long)have);
+    return ATTEST_OK;
+}
+
 static attest_status open_table(attest_results_reader *r)
 {
-    r->cases = H5Dopen2(r->file, ATTEST_RESULTS_CASES, H5P_DEFAULT);
+    hid_t dapl = attest_results_external_dapl();
+    ATTEST_RETURN_IF(dapl < 0, ATTEST_ERR_IO, "%s: cannot set up dataset access", r->path);
+    r->cases = H5Dopen2(r->file, ATTEST_RESULTS_CASES, dapl);
+    H5Pclose(dapl);
     if (r->cases < 0) return attest_results_h5_fail(ATTEST_ERR_FORMAT, r->path, "no cases table");
     hid_t space = H5Dget_space(r->cases);
     int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
@@ -142,6 +272,17 @@ static attest_status open_table(attest_results_reader *r)
                      r->path);
     r->num_rows = (uint64_t)n;
     ATTEST_FORWARD(attest_results_make_read_type(&r->mem_type));
+    hid_t file_type = H5Dget_type(r->cases);
+    const size_t row_bytes = file_type >= 0 ? H5Tget_size(file_type) : 0;
+    if (file_type >= 0) H5Tclose(file_type);
+    ATTEST_RETURN_IF(row_bytes == 0, ATTEST_ERR_FORMAT, "%s: the cases table has no row type",
+                     r->path);
+    ATTEST_FORWARD(check_fields(r));
+    hid_t dcpl = H5Dget_create_plist(r->cases);
+    if (dcpl < 0) return attest_results_h5_fail(ATTEST_ERR_FORMAT, r->path, "no table properties");
+    attest_status st = check_storage(r, dcpl, row_bytes);
+    H5Pclose(dcpl);
+    ATTEST_FORWARD(st);
     r->block = malloc(READ_BLOCK_ROWS * sizeof *r->block);
     ATTEST_RETURN_IF(!r->block, ATTEST_ERR_OUT_OF_MEMORY, "%s: out of memory", r->path);
     return ATTEST_OK;
@@ -186,9 +327,7 @@ attest_status attest_results_open_read(const char *path, attest_results_reader *
     ATTEST_RETURN_IF(!path || !out, ATTEST_ERR_INVALID_ARGUMENT,
                      "attest_results_open_read: NULL argument");
     *out = NULL;
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return attest_fail(ATTEST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    ATTEST_FORWARD(attest_file_check_regular(path, "results"));
     attest_results_reader *r = calloc(1, sizeof *r);
     ATTEST_RETURN_IF(!r, ATTEST_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     r->file = r->cases = r->mem_type = H5I_INVALID_HID;
@@ -223,6 +362,32 @@ uint64_t attest_results_num_cases(const attest_results_reader *r) { return r ? r
 
 const char *attest_results_path(const attest_results_reader *r) { return r->path; }
 
+/* A row is what the writer wrote or the table is damaged: its verdict is known and carries its
+ * own name (a zeroed row, which a truncated table reads back, has verdict 0 = OK but no name),
+ * and its counts are in range. */
+static attest_status check_rows(attest_results_reader *r)
+{
+    for (size_t i = 0; i < r->block_len; i++) {
+        const attest_results_row *row = &r->block[i];
+        const int32_t v = (int32_t)row->rec.verdict;
+        const char *want = v >= 0 && v < ATTEST_VERDICT_COUNT_ ? attest_verdict_name(row->rec.verdict)
+                                                               : NULL;
+        char got[sizeof row->verdict_name + 1];
+        memcpy(got, row->verdict_name, sizeof row->verdict_name);
+        got[sizeof row->verdict_name] = '\0';
+        if (!want || strcmp(got, want) != 0 || row->rec.num_outputs < 0 ||
+            row->rec.num_outputs > ATTEST_RECORD_MAX_OUTPUTS || row->repro < 0 ||
+            row->repro > ATTEST_RESULTS_REPRO_SKIPPED) {
+            r->block_len = 0;
+            return attest_fail(ATTEST_ERR_FORMAT,
+                               "%s: row %llu is not a row attest wrote (verdict %d): the table "
+                               "is damaged or truncated",
+                               r->path, (unsigned long long)(r->block_start + i), (int)v);
+        }
+    }
+    return ATTEST_OK;
+}
+
 /* Makes row `index` available in the block cache. */
 static attest_status load_block(attest_results_reader *r, uint64_t index)
 {
@@ -245,6 +410,7 @@ static attest_status load_block(attest_results_reader *r, uint64_t index)
     } else {
         r->block_start = start;
         r->block_len = (size_t)count;
+        st = check_rows(r);
     }
     if (fs >= 0) H5Sclose(fs);
     if (ms >= 0) H5Sclose(ms);

@@ -18,7 +18,9 @@
  *    of a commit leaves a file whose extent covers only rows already in the raw file.
  *  - The HDF5 file is created under a temporary name and renamed once it opens.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "attest/casefile.h"
+#include "attest/files.h"
 #include "results_internal.h"
 
 typedef struct signature_count {
@@ -41,7 +44,9 @@ struct attest_results_writer {
     char path[PATH_MAX];
     char live_tmp[PATH_MAX + 32];
     hid_t file, cases, mem_type, file_type;
-    char rows_path[PATH_MAX + 16];  /* the external raw file of the live table (absolute) */
+    char rows_path[PATH_MAX + 16];  /* the external raw file of the live table */
+    char rows_name[PATH_MAX + 16];  /* its name relative to the file's directory */
+    attest_output_lock *lock;       /* held from create to close */
     int fd;                       /* the sec2 driver's descriptor (for fsync) */
     attest_results_options opt;
     attest_results_provenance prov;
@@ -98,33 +103,63 @@ static attest_status check_superblock(attest_results_writer *w)
     return ATTEST_OK;
 }
 
-/* The raw file's absolute name (HDF5 resolves a relative one against the reader's working
- * directory, so h5py run elsewhere would not find it). */
+/* The raw file: a sibling named "<file name>.rows". The table records it by that relative name
+ * (resolved against the file's own directory), so the pair survives a move; the writer keeps
+ * the path it was given for its own fsync and removal. */
 static attest_status make_rows_path(attest_results_writer *w)
 {
-    char dir[PATH_MAX], resolved[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", w->path);
-    char *slash = strrchr(dir, '/');
-    const char *base = w->path;
-    if (slash) {
-        base = w->path + (slash - dir) + 1;
-        if (slash == dir) slash[1] = '\0';
-        else *slash = '\0';
-    } else {
-        snprintf(dir, sizeof dir, ".");
-    }
-    if (!realpath(dir, resolved))
-        return attest_fail(ATTEST_ERR_IO, "%s: cannot resolve its directory: %s", w->path,
-                           strerror(errno));
-    int n = snprintf(w->rows_path, sizeof w->rows_path, "%s%s%s%s", resolved,
-                     strcmp(resolved, "/") ? "/" : "", base, ATTEST_RESULTS_ROWS_SUFFIX);
-    ATTEST_RETURN_IF(n < 0 || (size_t)n >= sizeof w->rows_path, ATTEST_ERR_INVALID_ARGUMENT,
-                     "%s: path too long", w->path);
-    /* Created empty now (replacing any left by a killed campaign), so the pair exists together. */
-    int fd = open(w->rows_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    const char *slash = strrchr(w->path, '/');
+    const char *base = slash ? slash + 1 : w->path;
+    int n = snprintf(w->rows_path, sizeof w->rows_path, "%s%s", w->path,
+                     ATTEST_RESULTS_ROWS_SUFFIX);
+    int m = snprintf(w->rows_name, sizeof w->rows_name, "%s%s", base, ATTEST_RESULTS_ROWS_SUFFIX);
+    ATTEST_RETURN_IF(n < 0 || (size_t)n >= sizeof w->rows_path || m < 0 ||
+                         (size_t)m >= sizeof w->rows_name || !base[0],
+                     ATTEST_ERR_INVALID_ARGUMENT, "%s: bad results path", w->path);
+    /* Created empty now (replacing any left by a killed campaign: the output check allowed
+     * that), so the pair exists together. Never through a symlink or into a FIFO. */
+    struct stat sb;
+    if (lstat(w->rows_path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return attest_fail(ATTEST_ERR_IO, "%s: exists and is not a regular file; not replaced",
+                           w->rows_path);
+    int fd = open(w->rows_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0 || close(fd) != 0)
         return attest_fail(ATTEST_ERR_IO, "%s: cannot create: %s", w->rows_path, strerror(errno));
     return ATTEST_OK;
+}
+
+/* Removes "<file>.tmp<pid>" and "<file>.final<pid>" siblings whose writer is dead: what a
+ * killed create or close left (the lock is held, so no live writer of this path owns them). */
+static void remove_stale_siblings(const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? path + (slash - dir) + 1 : path;
+    if (slash == dir) dir[1] = '\0';
+    else if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    const size_t blen = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, base, blen) != 0) continue;
+        const char *rest = e->d_name + blen;
+        if (!strncmp(rest, ".tmp", 4)) rest += 4;
+        else if (!strncmp(rest, ".final", 6)) rest += 6;
+        else continue;
+        char *end;
+        long pid = strtol(rest, &end, 10);
+        if (end == rest || *end != '\0' || pid <= 0) continue;
+        if (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+            continue; /* its writer lives */
+        char f[PATH_MAX + 300];
+        snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (lstat(f, &sb) == 0 && S_ISREG(sb.st_mode)) (void)unlink(f);
+    }
+    closedir(d);
 }
 
 static attest_status open_live(attest_results_writer *w)
@@ -175,6 +210,12 @@ static attest_status commit(attest_results_writer *w)
         /* Take HDF5's message before the closes below clear its error stack. */
         attest_status st = e < 0 ? attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot write rows (disk full?)")
                                  : ATTEST_OK;
+        /* The extent must never cover rows that are not in the raw file: they would read
+         * back as zeros. */
+        if (st != ATTEST_OK) {
+            hsize_t kept = w->flushed;
+            (void)H5Dset_extent(w->cases, &kept);
+        }
         if (fs >= 0) H5Sclose(fs);
         if (ms >= 0) H5Sclose(ms);
         if (st != ATTEST_OK) return st;
@@ -218,6 +259,7 @@ static void writer_free(attest_results_writer *w)
     free(w->sigs);
     free(w->repro_ids);
     free(w->policy_text);
+    attest_output_lock_release(w->lock);
     free(w);
 }
 
@@ -250,7 +292,10 @@ attest_status attest_results_create(const char *path, const attest_results_prove
 
     attest_results_quiet q;
     attest_results_quiet_begin(&q);
-    attest_status st = attest_results_remove_repro_dir(path);
+    /* The lock first: nothing of an earlier campaign is touched while another writer has it. */
+    attest_status st = attest_output_lock_take(path, prov->command_line, &w->lock);
+    if (st == ATTEST_OK) remove_stale_siblings(path);
+    if (st == ATTEST_OK) st = attest_results_remove_repro_dir(path);
     if (st == ATTEST_OK) st = make_rows_path(w);
     if (st == ATTEST_OK) st = attest_results_make_types(&w->mem_type, &w->file_type);
     if (st == ATTEST_OK && !(w->bkg = calloc(opt.flush_rows, H5Tget_size(w->file_type))))
@@ -260,7 +305,7 @@ attest_status attest_results_create(const char *path, const attest_results_prove
         st = attest_results_write_provenance(w->file, path, &w->prov, w->policy_text, "running",
                                              "", 0.0);
     if (st == ATTEST_OK)
-        st = attest_results_create_table(w->file, path, w->file_type, w->rows_path,
+        st = attest_results_create_table(w->file, path, w->file_type, w->rows_name,
                                          opt.chunk_rows, -1, &w->cases);
     if (st == ATTEST_OK && H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0)
         st = attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot flush");

@@ -264,7 +264,7 @@ def check_single_index(tmp, layout, rng):
                           f"{layout} {mode}: bf16(out) = bf16(V)")
                     check(close(l[bi, si], sm * (qd[bi, si] @ K), rtol=1e-12, atol=1e-12),
                           f"{layout} {mode}: lse = sm_scale * dot(q, K)")
-    rc, _, err = run(["reference", case, "--out", ref, "--mode", "simulated"])
+    rc, _, err = run(["reference", case, "--out", ref, "--force", "--mode", "simulated"])
     with h5py.File(ref) as r:
         check(rc == 0 and "true" not in r, f"{layout}: --mode simulated writes no true/ group")
 
@@ -276,13 +276,13 @@ def check_groups(tmp, rng):
     write_single_index_case(case, "mla-v4", rng, group="first", with_truth=False)
     write_single_index_case(case, "mla-v32", rng, group="more/second", with_truth=False)
     ref = os.path.join(tmp, "groups_ref.h5")
-    rc, out, err = run(["reference", case, "--out", ref])
+    rc, out, err = run(["reference", case, "--out", ref, "--force"])
     check(rc == 0, f"multi-group file: exit 0 ({err.strip()})")
     if rc == 0:
         with h5py.File(ref) as r:
             check("first/out" in r and "more/second/lse" in r, "output mirrors the groups")
             check(r["more/second"].attrs["kind"] == "mla-decode", "group attributes written")
-    rc, out, err = run(["reference", case, "--group", "more/second", "--out", ref])
+    rc, out, err = run(["reference", case, "--group", "more/second", "--out", ref, "--force"])
     with h5py.File(ref) as r:
         check(rc == 0 and "more/second/out" in r and "first" not in r, "--group selects one case")
 

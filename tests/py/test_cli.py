@@ -84,6 +84,7 @@ def main():
     check(m_rows is not None and int(m_rows.group(1)) > 0,
           f"killed campaign holds no rows:\n{out[:600]}")
     try:
+        os.environ["HDF5_EXTFILE_PREFIX"] = "${ORIGIN}"  # rows named relative to the file
         import h5py
         with h5py.File(killed, "r") as f:
             rows = f["cases"].shape[0]

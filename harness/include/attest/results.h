@@ -144,6 +144,14 @@ typedef struct attest_results_reader attest_results_reader; /* opaque */
 attest_status attest_results_open_read(const char *path, attest_results_reader **out)
     ATTEST_MUST_CHECK;
 
+/* Opens a results file in a child process with a deadline ($ATTEST_PROBE_TIMEOUT s, default
+ * 60) and, when all_rows is set, reads and validates every row, so that a file whose corrupt
+ * HDF5 metadata crashes or hangs the HDF5 library gives an error instead of taking the caller
+ * down. Reading is deterministic: a file that passes opens and reads the same in the caller.
+ * Returns what attest_results_open_read (and the row reads) would, or ATTEST_ERR_FORMAT
+ * ("reading it crashed the HDF5 library", "did not finish within N s"). */
+attest_status attest_results_probe(const char *path, int all_rows) ATTEST_MUST_CHECK;
+
 /* The file's provenance (owned by the reader). */
 const attest_results_provenance *attest_results_provenance_of(const attest_results_reader *r);
 

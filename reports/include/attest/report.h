@@ -57,6 +57,7 @@ typedef struct attest_summary {
     double gen_seconds, ref_seconds, run_seconds, compare_seconds;
     size_t num_worst;
     attest_case_record worst[ATTEST_SUMMARY_WORST]; /* the worst failing cases, worst first */
+    int stop_signal;                          /* a run stopped by this signal (0: none) */
 } attest_summary;
 
 void attest_summary_init(attest_summary *s);
@@ -69,7 +70,8 @@ attest_status attest_summary_from_results(attest_results_reader *r, attest_summa
     ATTEST_MUST_CHECK;
 
 /* Prints the summary. results_path (may be NULL) adds replay commands to the worst cases;
- * wall_seconds > 0 adds the rate. Ends with "result: PASS ..." or "result: FAIL ...". */
+ * wall_seconds > 0 adds the rate. Ends with "result: PASS ...", "result: FAIL ...", "result:
+ * EMPTY ..." (nothing judged) or "result: INTERRUPTED ..." (stop_signal set: never PASS). */
 void attest_report_summary(FILE *f, const attest_summary *s, const char *results_path,
                            double wall_seconds);
 

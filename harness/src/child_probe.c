@@ -1,0 +1,168 @@
+/* Loaders probed in a child with a deadline (child_probe.h). */
+#include "child_probe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long a killed child gets to be reaped (it may be stuck in the kernel). */
+#define REAP_AFTER_KILL_S 5.0
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+unsigned child_probe_seconds(void)
+{
+    const char *env = getenv("ATTEST_PROBE_TIMEOUT");
+    if (env == NULL || *env == '\0') return 60;
+    char *end;
+    unsigned long v = strtoul(env, &end, 10);
+    return *end == '\0' && v <= 86400 ? (unsigned)v : 60;
+}
+
+int child_probe_write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+attest_status child_probe_spawn(const char *path, const char *doing, child_probe_fn fn,
+                                void *arg, child_probe *p)
+{
+    memset(p, 0, sizeof *p);
+    p->fd = -1;
+    int fds[2];
+    if (pipe(fds) != 0)
+        return attest_fail(ATTEST_ERR_IO, "%s: cannot create a pipe: %s", path, strerror(errno));
+    fflush(NULL); /* nothing buffered may be written twice */
+    const unsigned seconds = child_probe_seconds();
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return attest_fail(ATTEST_ERR_IO, "%s: cannot fork to %s: %s", path, doing, strerror(e));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        (void)setpgid(0, 0);
+        /* The caller's crash handlers (a test framework's longjmp, a sanitizer's report) must
+         * not run here: the child has to die of the signal. */
+        static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM};
+        for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
+            (void)signal(crash_signals[i], SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (seconds) (void)alarm(seconds);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) {
+            (void)dup2(devnull, STDERR_FILENO);
+            close(devnull);
+        }
+        _exit(fn(fds[1], arg));
+    }
+    close(fds[1]);
+    (void)setpgid(pid, pid); /* both sides: no window where a group kill misses */
+    p->pid = pid;
+    p->fd = fds[0];
+    /* The parent waits a little longer than the child's alarm, so a child that honours it is
+     * reported as such. */
+    p->deadline = seconds ? now_seconds() + seconds + 1.0 : INFINITY;
+    return ATTEST_OK;
+}
+
+size_t child_probe_read(child_probe *p, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n && p->fd >= 0) {
+        double left = p->deadline - now_seconds();
+        if (left <= 0.0) {
+            p->timed_out = 1;
+            break;
+        }
+        struct pollfd pf = {.fd = p->fd, .events = POLLIN};
+        int ms = isinf(left) ? -1 : (int)ceil(left * 1000.0);
+        int r = poll(&pf, 1, ms);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) break;
+        if (r == 0) continue;
+        ssize_t k = read(p->fd, (char *)buf + got, n - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    return got;
+}
+
+static void kill_child(const child_probe *p)
+{
+    kill(-p->pid, SIGKILL);
+    kill(p->pid, SIGKILL);
+}
+
+int child_probe_finish(child_probe *p)
+{
+    if (p->fd >= 0) close(p->fd);
+    p->fd = -1;
+    int wstatus = 0;
+    if (p->pid <= 0) return wstatus;
+    if (p->timed_out) kill_child(p);
+    double kill_by = p->timed_out ? now_seconds() : p->deadline;
+    int killed = p->timed_out;
+    for (;;) {
+        pid_t r = waitpid(p->pid, &wstatus, WNOHANG);
+        if (r == p->pid) break;
+        if (r < 0 && errno != EINTR) {
+            wstatus = 0;
+            break;
+        }
+        double t = now_seconds();
+        if (!killed && t >= kill_by) {
+            p->timed_out = 1;
+            kill_child(p);
+            killed = 1;
+            kill_by = t;
+        }
+        if (killed && t >= kill_by + REAP_AFTER_KILL_S) break; /* stuck: leave it */
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    /* Whatever the child started (a plugin constructor's process) goes with it. */
+    kill(-p->pid, SIGKILL);
+    p->pid = 0;
+    return wstatus;
+}
+
+const char *child_probe_end(const child_probe *p, int wstatus, char *buf, size_t cap)
+{
+    if (p->timed_out || (WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGALRM))
+        snprintf(buf, cap, "did not finish within %u s", child_probe_seconds());
+    else if (WIFSIGNALED(wstatus))
+        snprintf(buf, cap, "crashed (signal %d, %s)", WTERMSIG(wstatus),
+                 strsignal(WTERMSIG(wstatus)));
+    else if (WIFEXITED(wstatus))
+        snprintf(buf, cap, "exited with status %d without reporting", WEXITSTATUS(wstatus));
+    else
+        snprintf(buf, cap, "ended with wait status 0x%x", (unsigned)wstatus);
+    return buf;
+}

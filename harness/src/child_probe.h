@@ -1,0 +1,55 @@
+/* attest (internal): run a loader in a child process with a deadline before the caller trusts
+ * the input.
+ *
+ * Why: some inputs are read by code attest cannot validate before it runs: HDF5 parses corrupt
+ * metadata (and crashes or loops on some), dlopen runs a plugin's constructors, a plugin's entry
+ * point returns whatever it likes. A child that does the same work first turns a crash, a hang
+ * or an exit() into an error message; the work is deterministic, so what passed in the child is
+ * safe to repeat in the caller. The deadline is kept on both sides: the child gets an alarm, the
+ * parent stops waiting and kills the child's whole process group when it passes (a child that
+ * deadlocks inside a signal handler, or blocks SIGALRM, cannot hold the caller).
+ */
+#ifndef ATTEST_CHILD_PROBE_H
+#define ATTEST_CHILD_PROBE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "attest/status.h"
+
+/* What a child runs: writes its reports to fd, returns its exit code. */
+typedef int (*child_probe_fn)(int fd, void *arg);
+
+typedef struct child_probe {
+    pid_t pid;
+    int fd;            /* read end of the child's reports */
+    double deadline;   /* CLOCK_MONOTONIC seconds */
+    int timed_out;     /* set by child_probe_read or child_probe_finish */
+} child_probe;
+
+/* The deadline: $ATTEST_PROBE_TIMEOUT seconds (0: none), default 60. */
+unsigned child_probe_seconds(void);
+
+/* Forks a child that runs fn(write end, arg) and _exits with its return value. The child dies
+ * of crash signals (inherited handlers are reset), has stderr on /dev/null (a crash report
+ * would break the one-line rule) and leads its own process group. `doing` completes "cannot
+ * fork to ...". */
+attest_status child_probe_spawn(const char *path, const char *doing, child_probe_fn fn,
+                                void *arg, child_probe *p) ATTEST_MUST_CHECK;
+
+/* Reads up to n bytes before the deadline; returns how many arrived (short at end of file, on
+ * an error or past the deadline, which sets p->timed_out). */
+size_t child_probe_read(child_probe *p, void *buf, size_t n);
+
+/* Closes the read end and reaps the child, killing its process group first when the deadline
+ * passed or passes while waiting. Returns the wait status. */
+int child_probe_finish(child_probe *p);
+
+/* How a child that reported nothing ended, for messages: "crashed (signal 11)", "did not finish
+ * within 60 s", "exited with status 0 without reporting". */
+const char *child_probe_end(const child_probe *p, int wstatus, char *buf, size_t cap);
+
+/* Writes all n bytes (EINTR-safe); 0 on success. */
+int child_probe_write_all(int fd, const void *buf, size_t n);
+
+#endif

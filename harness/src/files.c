@@ -1,0 +1,184 @@
+/* The input and output file policy of every verb (files.h). */
+#include "attest/files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attest/results.h"
+
+static const char *kind_of(mode_t m)
+{
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISLNK(m)) return "a symbolic link";
+    return "not a regular file";
+}
+
+attest_status attest_file_check_regular(const char *path, const char *what)
+{
+    ATTEST_RETURN_IF(!path || !path[0], ATTEST_ERR_INVALID_ARGUMENT, "%s%san empty path",
+                     what ? what : "", what ? ": " : "");
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return attest_fail(ATTEST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return attest_fail(ATTEST_ERR_IO, "%s: is %s; attest reads %s from regular files only",
+                           path, kind_of(sb.st_mode), what ? what : "input");
+    return ATTEST_OK;
+}
+
+/* Whether the file starts with the HDF5 signature (at offset 0, where attest writes it). */
+static int has_hdf5_signature(const char *path)
+{
+    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    unsigned char head[8];
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, head, sizeof head);
+    close(fd);
+    return n == (ssize_t)sizeof head && memcmp(head, sig, sizeof sig) == 0;
+}
+
+static int exists(const char *path, struct stat *sb)
+{
+    return lstat(path, sb) == 0;
+}
+
+attest_status attest_output_check(const char *path, attest_output_kind kind, int force,
+                                  const char *const *inputs, size_t num_inputs)
+{
+    ATTEST_RETURN_IF(!path || !path[0], ATTEST_ERR_INVALID_ARGUMENT,
+                     "--out: an empty path (name the file to write)");
+    ATTEST_RETURN_IF(strlen(path) + 64 >= PATH_MAX, ATTEST_ERR_INVALID_ARGUMENT,
+                     "%s: path too long", path);
+    struct stat sb;
+    const int present = exists(path, &sb);
+    if (present && !S_ISREG(sb.st_mode))
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                           "%s: is %s; attest writes only regular files and replaces nothing else",
+                           path, kind_of(sb.st_mode));
+    if (present) {
+        for (size_t i = 0; i < num_inputs; i++) {
+            struct stat in;
+            if (!inputs[i] || stat(inputs[i], &in) != 0) continue;
+            if (in.st_dev == sb.st_dev && in.st_ino == sb.st_ino)
+                return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                                   "%s: is also an input of this command (%s); choose another "
+                                   "output",
+                                   path, inputs[i]);
+        }
+    }
+    if (kind == ATTEST_OUTPUT_RESULTS) {
+        /* A killed campaign's rows and repros belong to the file of the same name. */
+        char sib[PATH_MAX + 16];
+        static const char *const sibs[] = {".rows", ATTEST_RESULTS_REPRO_DIR_SUFFIX};
+        for (size_t i = 0; i < 2; i++) {
+            struct stat s2;
+            snprintf(sib, sizeof sib, "%s%s", path, sibs[i]);
+            if (exists(sib, &s2) && !force)
+                return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                                   "%s: holds results of an earlier campaign (%s exists); use "
+                                   "--force to replace them, or choose another --out",
+                                   path, sib);
+        }
+    }
+    if (!present) return ATTEST_OK;
+    if (kind == ATTEST_OUTPUT_RESULTS) {
+        if (!has_hdf5_signature(path) || attest_results_probe(path, 0) != ATTEST_OK)
+            return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                               "%s: exists and is not an attest results file; not replaced", path);
+    } else if (!has_hdf5_signature(path)) {
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                           "%s: exists and is not an HDF5 file; not replaced", path);
+    }
+    if (!force)
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                           "%s: exists; use --force to replace it, or choose another --out", path);
+    attest_clear_error();
+    return ATTEST_OK;
+}
+
+struct attest_output_lock {
+    int fd;
+    char path[PATH_MAX + 8];
+};
+
+attest_status attest_output_lock_take(const char *path, const char *holder,
+                                      attest_output_lock **out)
+{
+    ATTEST_RETURN_IF(!path || !out, ATTEST_ERR_INVALID_ARGUMENT, "lock: NULL argument");
+    *out = NULL;
+    attest_output_lock *l = calloc(1, sizeof *l);
+    ATTEST_RETURN_IF(!l, ATTEST_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    int n = snprintf(l->path, sizeof l->path, "%s.lock", path);
+    if (n < 0 || (size_t)n >= sizeof l->path) {
+        free(l);
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s: path too long", path);
+    }
+    /* A lock file unlinked by its holder between our open and flock is a lock on nothing:
+     * take it again until the locked file is the one the name points at. */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int fd = open(l->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666);
+        if (fd < 0) {
+            int e = errno;
+            free(l);
+            return attest_fail(ATTEST_ERR_IO, "%s.lock: cannot create the lock file: %s", path,
+                               strerror(e));
+        }
+        struct stat a, b;
+        if (fstat(fd, &a) != 0 || !S_ISREG(a.st_mode)) {
+            close(fd);
+            free(l);
+            return attest_fail(ATTEST_ERR_IO, "%s.lock: is not a regular file", path);
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            char who[512] = "";
+            ssize_t k = pread(fd, who, sizeof who - 1, 0);
+            close(fd);
+            free(l);
+            who[k > 0 ? k : 0] = '\0';
+            char *nl = strchr(who, '\n');
+            if (nl) *nl = '\0';
+            for (char *p = who; *p; p++)
+                if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
+            return attest_fail(ATTEST_ERR_IO,
+                               "%s: is being written by another attest (%s); wait for it or "
+                               "choose another --out",
+                               path, who[0] ? who : "holder unknown");
+        }
+        if (stat(l->path, &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+            close(fd);
+            continue;
+        }
+        char line[600];
+        int len = snprintf(line, sizeof line, "pid %ld: %.500s\n", (long)getpid(),
+                           holder && holder[0] ? holder : "attest");
+        if (len > (int)sizeof line - 1) len = (int)sizeof line - 1;
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != (ssize_t)len) {
+            /* The lock holds without the note; only the message of a second writer suffers. */
+        }
+        l->fd = fd;
+        *out = l;
+        return ATTEST_OK;
+    }
+    free(l);
+    return attest_fail(ATTEST_ERR_IO, "%s.lock: keeps changing; another attest is using it", path);
+}
+
+void attest_output_lock_release(attest_output_lock *l)
+{
+    if (!l) return;
+    (void)unlink(l->path);
+    close(l->fd);
+    free(l);
+}
