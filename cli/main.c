@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "attest/build_info.h"
+#include "attest/runner.h"
 #include "commands.h"
 
 typedef struct verb {
@@ -45,6 +46,8 @@ int main(int argc, char **argv)
         printf("attest %s (%s)\n", ATTEST_VERSION, ATTEST_GIT_COMMIT);
         return ATTEST_EXIT_OK;
     }
+    /* Whatever a candidate starts ends with its worker, even after a crash (runner.h). */
+    attest_runner_reap_orphans();
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         if (!strcmp(argv[1], verbs[i].name)) return verbs[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "attest: unknown verb '%s' (try attest --help)\n", argv[1]);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -160,6 +161,7 @@ attest_status arena_place(arena *a, const attest_case *src, int *remapped)
                          "tensor '%s' of %zu bytes does not fit an arena", t->name, t->nbytes);
         arena_slot *s = &slots[num++];
         s->tensor = (int32_t)i;
+        snprintf(s->name, sizeof s->name, "%s", t->name);
         s->role = t->role;
         s->dtype = t->dtype;
         s->pre_begin = offset;
@@ -213,13 +215,16 @@ void arena_reset_run(arena *a, const attest_case *src)
 
 void *arena_tensor(const arena *a, size_t index)
 {
-    if (a->control == NULL || index >= a->control->placed.num_tensors) return NULL;
-    return a->control->placed.tensors[index].data;
+    if (a->base == NULL) return NULL;
+    for (size_t k = 0; k < a->num_slots; k++)
+        if ((size_t)a->slots[k].tensor == index) return a->base + a->slots[k].data;
+    return NULL;
 }
 
 static const char *slot_name(const arena *a, const arena_slot *s)
 {
-    return a->control->placed.tensors[s->tensor].name;
+    (void)a;
+    return s->name;
 }
 
 int arena_check_canaries(const arena *a, char *msg, size_t cap)

@@ -33,8 +33,12 @@ typedef struct arena_control {
     uint64_t generation;  /* the mapping's generation when the case was placed */
 } arena_control;
 
+/* The parent's own record of where each tensor lives. The worker can make the control page
+ * writable again and rewrite it, so the parent never follows a pointer or name stored there:
+ * everything it reads about the layout comes from these slots, in its private memory. */
 typedef struct arena_slot {
     int32_t tensor;       /* index in the case's tensor table */
+    char name[32];        /* the tensor's name, for messages */
     attest_tensor_role role;
     attest_dtype dtype;
     size_t pre_begin;     /* canary before: [pre_begin, data) */

@@ -5,9 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "attest/candidate.h"
 #include "attest/runner.h"
+#include "attest/files.h"
+#include "child_probe.h"
 
 /* The struct must reach `run`, the last field the harness reads. */
 #define CANDIDATE_MIN_SIZE (offsetof(attest_candidate, run) + sizeof(((attest_candidate *)0)->run))
@@ -42,6 +45,132 @@ attest_status attest_candidate_validate(const attest_candidate *cand)
     return ATTEST_OK;
 }
 
+/* At most this many candidates per plugin: a count beyond it is a bug or an attack. */
+#define PLUGIN_MAX_CANDIDATES 4096
+
+/* Whether fn points into code of some loaded object (a wild pointer does not). */
+static int is_code(const void *fn)
+{
+    Dl_info info;
+    return fn == NULL || (dladdr(fn, &info) != 0 && info.dli_fbase != NULL);
+}
+
+/* dlopen, the entry point, and every field attest reads, validated. Runs in a probe child
+ * first (plugin_probe) and, when that passed, in the caller: the same steps give the same
+ * answer, and whatever crashes or hangs has then done so in the child. */
+static attest_status load_and_find(const char *path, const char *name,
+                                   const attest_candidate **out)
+{
+    /* A name dlopen searches for, or a missing file, is dlopen's to report. */
+    struct stat sb;
+    attest_status st = ATTEST_OK;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return attest_file_check_regular(path, "plugins");
+    dlerror();
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        const char *why = dlerror();
+        return attest_fail(ATTEST_ERR_NOT_FOUND, "plugin '%s' cannot be loaded: %s", path,
+                           why ? why : "unknown dlopen error");
+    }
+    /* The library stays loaded for the life of the process: candidates point into it. */
+    dlerror();
+    void *sym = dlsym(lib, ATTEST_PLUGIN_ENTRY_SYMBOL);
+    if (sym == NULL)
+        return attest_fail(ATTEST_ERR_FORMAT, "plugin '%s' does not export %s()", path,
+                           ATTEST_PLUGIN_ENTRY_SYMBOL);
+    attest_plugin_entry_fn entry;
+    memcpy(&entry, &sym, sizeof entry); /* object pointer to function pointer, as POSIX allows */
+    size_t count = 0;
+    const attest_candidate *const *list = entry(&count);
+    ATTEST_RETURN_IF(list == NULL && count > 0, ATTEST_ERR_FORMAT,
+                     "plugin '%s': %s() returned NULL", path, ATTEST_PLUGIN_ENTRY_SYMBOL);
+    ATTEST_RETURN_IF(count > PLUGIN_MAX_CANDIDATES, ATTEST_ERR_FORMAT,
+                     "plugin '%s': %s() returned a count of %zu (at most %d)", path,
+                     ATTEST_PLUGIN_ENTRY_SYMBOL, count, PLUGIN_MAX_CANDIDATES);
+    char names[256] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < count; i++) {
+        const attest_candidate *c = list[i];
+        /* abi_version, struct_size and name lead the struct in every ABI version, so a
+         * candidate built for another version is still found by name and refused clearly. */
+        if (c == NULL || c->struct_size < offsetof(attest_candidate, name) + sizeof c->name ||
+            c->name == NULL || memchr(c->name, '\0', 64) == NULL)
+            continue;
+        if (strcmp(c->name, name) == 0) {
+            st = attest_candidate_validate(c);
+            if (st == ATTEST_OK && c->description && !memchr(c->description, '\0', 4096))
+                st = attest_fail(ATTEST_ERR_FORMAT, "its description is not a string");
+            if (st == ATTEST_OK && (!is_code((const void *)c->run) ||
+                                    !is_code((const void *)c->init) ||
+                                    !is_code((const void *)c->fini) ||
+                                    !is_code((const void *)c->supports)))
+                st = attest_fail(ATTEST_ERR_FORMAT,
+                                 "a function pointer points outside every loaded library");
+            if (st != ATTEST_OK) {
+                char why[256]; /* attest_fail must not format its own buffer */
+                snprintf(why, sizeof why, "%s", attest_last_error());
+                return attest_fail(st, "plugin '%s': %s", path, why);
+            }
+            *out = c;
+            return ATTEST_OK;
+        }
+        if (used + 1 < sizeof names) {
+            int w = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+                             c->name);
+            if (w > 0) used += (size_t)w;
+            if (used >= sizeof names) used = sizeof names - 1;
+        }
+    }
+    return attest_fail(ATTEST_ERR_NOT_FOUND, "plugin '%s' has no candidate '%s' (it has: %s)",
+                       path, name, used ? names : "none");
+}
+
+typedef struct plugin_report {
+    int32_t status;
+    char message[512];
+} plugin_report;
+
+typedef struct plugin_target {
+    const char *path, *name;
+} plugin_target;
+
+static int plugin_child(int fd, void *arg)
+{
+    const plugin_target *t = arg;
+    const attest_candidate *c = NULL;
+    plugin_report r;
+    memset(&r, 0, sizeof r);
+    r.status = (int32_t)load_and_find(t->path, t->name, &c);
+    snprintf(r.message, sizeof r.message, "%s", r.status ? attest_last_error() : "");
+    return child_probe_write_all(fd, &r, sizeof r) == 0 ? 0 : 1;
+}
+
+/* Loads the plugin in a child with a deadline: a constructor or entry point that crashes,
+ * blocks or calls exit(), a wild pointer in what it returns, a truncated library (SIGBUS in
+ * dlopen), all end there. */
+static attest_status plugin_probe(const char *path, const char *name)
+{
+    plugin_target t = {path, name};
+    child_probe p;
+    ATTEST_FORWARD(child_probe_spawn(path, "probe the plugin", plugin_child, &t, &p));
+    plugin_report r;
+    size_t got = child_probe_read(&p, &r, sizeof r);
+    int wstatus = child_probe_finish(&p);
+    if (got == sizeof r && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+        r.message[sizeof r.message - 1] = '\0';
+        for (char *c = r.message; *c; c++)
+            if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
+        if (r.status == ATTEST_OK) return ATTEST_OK;
+        if (r.status < 0 || r.status >= ATTEST_STATUS_COUNT_) r.status = ATTEST_ERR_INTERNAL;
+        return attest_fail((attest_status)r.status, "%s", r.message);
+    }
+    char end[96];
+    return attest_fail(ATTEST_ERR_FORMAT,
+                       "plugin '%s': loading it (constructors, %s()) %s; not loaded", path,
+                       ATTEST_PLUGIN_ENTRY_SYMBOL, child_probe_end(&p, wstatus, end, sizeof end));
+}
+
 attest_status attest_plugin_load(const char *spec, const attest_candidate **out)
 {
     ATTEST_RETURN_IF(spec == NULL || out == NULL, ATTEST_ERR_INVALID_ARGUMENT,
@@ -66,52 +195,10 @@ attest_status attest_plugin_load(const char *spec, const attest_candidate **out)
         memcpy(path, "./", 2);
     }
     const char *name = colon + 1;
-
-    dlerror();
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        const char *why = dlerror();
-        return attest_fail(ATTEST_ERR_NOT_FOUND, "plugin '%s' cannot be loaded: %s", path,
-                           why ? why : "unknown dlopen error");
-    }
-    /* The library stays loaded for the life of the process: candidates point into it. */
-    dlerror();
-    void *sym = dlsym(lib, ATTEST_PLUGIN_ENTRY_SYMBOL);
-    if (sym == NULL)
-        return attest_fail(ATTEST_ERR_FORMAT, "plugin '%s' does not export %s()", path,
-                           ATTEST_PLUGIN_ENTRY_SYMBOL);
-    attest_plugin_entry_fn entry;
-    memcpy(&entry, &sym, sizeof entry); /* object pointer to function pointer, as POSIX allows */
-    size_t count = 0;
-    const attest_candidate *const *list = entry(&count);
-    ATTEST_RETURN_IF(list == NULL && count > 0, ATTEST_ERR_FORMAT,
-                     "plugin '%s': %s() returned NULL", path, ATTEST_PLUGIN_ENTRY_SYMBOL);
-    char names[256] = "";
-    size_t used = 0;
-    for (size_t i = 0; i < count; i++) {
-        const attest_candidate *c = list[i];
-        /* abi_version, struct_size and name lead the struct in every ABI version, so a
-         * candidate built for another version is still found by name and refused clearly. */
-        if (c == NULL || c->struct_size < offsetof(attest_candidate, name) + sizeof c->name ||
-            c->name == NULL)
-            continue;
-        if (strcmp(c->name, name) == 0) {
-            attest_status st = attest_candidate_validate(c);
-            if (st != ATTEST_OK) {
-                char why[256]; /* attest_fail must not format its own buffer */
-                snprintf(why, sizeof why, "%s", attest_last_error());
-                return attest_fail(st, "plugin '%s': %s", path, why);
-            }
-            *out = c;
-            return ATTEST_OK;
-        }
-        if (used + 1 < sizeof names) {
-            int w = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
-                             c->name);
-            if (w > 0) used += (size_t)w;
-            if (used >= sizeof names) used = sizeof names - 1;
-        }
-    }
-    return attest_fail(ATTEST_ERR_NOT_FOUND, "plugin '%s' has no candidate '%s' (it has: %s)",
-                       path, name, used ? names : "none");
+    ATTEST_RETURN_IF(strlen(name) >= 64, ATTEST_ERR_INVALID_ARGUMENT,
+                     "plugin '%s': candidate name longer than 63 characters", path);
+    /* $ATTEST_PLUGIN_PROBE=0 skips the child (a debugger session); the default probes. */
+    const char *env = getenv("ATTEST_PLUGIN_PROBE");
+    if (!(env && !strcmp(env, "0"))) ATTEST_FORWARD(plugin_probe(path, name));
+    return load_and_find(path, name, out);
 }

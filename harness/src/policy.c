@@ -3,6 +3,7 @@
  * position finder walks the already-validated text so those messages carry file:line:column too.
  */
 #include "attest/policy.h"
+#include "attest/files.h"
 
 #include "attest/bound.h"
 
@@ -270,6 +271,11 @@ static attest_status copy_string(const parse_ctx *ctx, long entry, const char *k
         snprintf(what, sizeof what, "must be under %zu bytes, without NUL", cap);
         return schema_error(ctx, entry, key, what);
     }
+    /* Names are printed in summaries, provenance and messages: a newline or a terminal escape
+     * would forge lines there. */
+    for (const unsigned char *c = (const unsigned char *)json_string_value(val); *c; c++)
+        if (*c < 0x20 || *c == 0x7f)
+            return schema_error(ctx, entry, key, "must not hold control characters");
     memcpy(dst, json_string_value(val), len + 1);
     return ATTEST_OK;
 }
@@ -453,6 +459,7 @@ attest_status attest_policy_load(const char *path, attest_policy **out)
     ATTEST_RETURN_IF(path == NULL || out == NULL, ATTEST_ERR_INVALID_ARGUMENT,
                      "policy: NULL argument");
     *out = NULL;
+    ATTEST_FORWARD(attest_file_check_regular(path, "policies"));
     FILE *f = fopen(path, "rb");
     ATTEST_RETURN_IF(f == NULL, ATTEST_ERR_IO, "cannot open policy file %s: %s", path,
                      strerror(errno));

@@ -1,6 +1,7 @@
 /* The crash-isolation worker (worker.h): fork, serve, wait with a deadline, reap. */
 #include "worker.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -34,6 +35,157 @@ static void sleep_briefly(void)
 {
     struct timespec ts = {0, 1000000}; /* 1 ms */
     nanosleep(&ts, NULL);
+}
+
+/* --- process trees ------------------------------------------------------------------------- */
+
+/* Candidates may start processes, and those may call setsid() (a daemonizing driver), which
+ * takes them out of the worker's process group. The worker is a child subreaper, so every
+ * descendant that loses its parent is re-parented to the worker instead of init: all of them
+ * stay in the worker's process tree, which is found through /proc and killed whole. */
+
+typedef struct proc_entry {
+    pid_t pid, ppid;
+} proc_entry;
+
+/* Live (not zombie) processes and their parents; returns how many, at most cap. */
+static size_t scan_processes(proc_entry *out, size_t cap)
+{
+    DIR *d = opendir("/proc");
+    if (!d) return 0;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < cap) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end != '\0' || pid <= 0) continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t k = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (k <= 0) continue;
+        buf[k] = '\0';
+        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
+        char *rp = strrchr(buf, ')');
+        char state = 0;
+        long ppid = 0;
+        if (!rp || sscanf(rp + 1, " %c %ld", &state, &ppid) != 2) continue;
+        if (state == 'Z' || state == 'X') continue;
+        out[n].pid = (pid_t)pid;
+        out[n].ppid = (pid_t)ppid;
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+#define MAX_SCANNED 32768
+
+/* SIGKILLs every live descendant of root (not root itself), until none is left or a few rounds
+ * pass (a descendant may fork while we look). `keep` (may be -1) and its subtree are spared. */
+static void kill_descendants(pid_t root, pid_t keep)
+{
+    proc_entry *procs = malloc(MAX_SCANNED * sizeof *procs);
+    pid_t *tree = malloc(MAX_SCANNED * sizeof *tree);
+    if (!procs || !tree) {
+        free(procs);
+        free(tree);
+        return;
+    }
+    for (int round = 0; round < 20; round++) {
+        const size_t n = scan_processes(procs, MAX_SCANNED);
+        size_t found = 0, head = 0;
+        tree[found++] = root;
+        while (head < found) {
+            pid_t p = tree[head++];
+            for (size_t i = 0; i < n && found < MAX_SCANNED; i++)
+                if (procs[i].ppid == p && procs[i].pid != keep && procs[i].pid != root)
+                    tree[found++] = procs[i].pid;
+        }
+        if (found == 1) break;
+        for (size_t i = 1; i < found; i++) kill(tree[i], SIGKILL);
+        sleep_briefly();
+    }
+    free(procs);
+    free(tree);
+}
+
+/* Orphan reaping in the parent (attest_runner_reap_orphans): live workers are not orphans. */
+static int reap_orphans;
+#define MAX_LIVE_WORKERS 64
+static pid_t live_workers[MAX_LIVE_WORKERS];
+
+static void track_worker(pid_t pid, int live)
+{
+    for (int i = 0; i < MAX_LIVE_WORKERS; i++)
+        if (live ? live_workers[i] == 0 : live_workers[i] == pid) {
+            live_workers[i] = live ? pid : 0;
+            return;
+        }
+}
+
+void attest_runner_reap_orphans(void)
+{
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) reap_orphans = 1;
+}
+
+/* Children of this process that are no live worker: descendants of a worker that died before
+ * it could end them, re-parented here. Killed with their trees and reaped. */
+static void end_orphans(void)
+{
+    if (!reap_orphans) return;
+    proc_entry *procs = malloc(MAX_SCANNED * sizeof *procs);
+    if (!procs) return;
+    const pid_t self = getpid();
+    for (int round = 0; round < 20; round++) {
+        const size_t n = scan_processes(procs, MAX_SCANNED);
+        int any = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (procs[i].ppid != self) continue;
+            int is_worker = 0;
+            for (int k = 0; k < MAX_LIVE_WORKERS; k++) is_worker |= live_workers[k] == procs[i].pid;
+            if (is_worker) continue;
+            kill(procs[i].pid, SIGSTOP);
+            kill_descendants(procs[i].pid, -1);
+            kill(procs[i].pid, SIGKILL);
+            (void)waitpid(procs[i].pid, NULL, 0);
+            any = 1;
+        }
+        if (!any) break;
+    }
+    free(procs);
+}
+
+/* The worker's own exit: its descendants go first, and are reaped (it is their subreaper). */
+static void end_descendants(void)
+{
+    kill_descendants(getpid(), -1);
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+}
+
+/* The worker's channel and whether a run is in progress, for exit_handler. */
+static int worker_channel = -1;
+static volatile int worker_in_run;
+
+/* A candidate that calls exit() ends the worker through the parent's atexit handlers (HDF5's,
+ * a sanitizer's), which may crash in a forked child and would be reported as a signal. This
+ * runs first (registered last): it tells the parent what happened and ends the worker. */
+static void exit_handler(int status, void *arg)
+{
+    (void)arg;
+    if (worker_in_run && worker_channel >= 0) {
+        exec_result res;
+        memset(&res, 0, sizeof res);
+        res.outcome = EXEC_CRASH;
+        snprintf(res.message, sizeof res.message,
+                 "the candidate called exit(%d) during the run", status);
+        (void)send(worker_channel, &res, sizeof res, MSG_NOSIGNAL);
+    }
+    end_descendants();
+    _exit(status == 0 ? 0 : 1);
 }
 
 void worker_init(worker *w, const attest_candidate *cand)
@@ -95,6 +247,9 @@ static void worker_main(int fd, const attest_candidate *cand, arena_control *ctl
     fd = isolate_fds(fd);
     /* The worker only reads the control page; a stray write there becomes a crash. */
     mprotect(ctl, ctl_bytes, PROT_READ);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    worker_channel = fd;
+    on_exit(exit_handler, NULL);
 
     exec_state st;
     exec_state_init(&st, cand);
@@ -109,7 +264,9 @@ static void worker_main(int fd, const attest_candidate *cand, arena_control *ctl
             res.outcome = EXEC_HARNESS_ERROR;
             snprintf(res.message, sizeof res.message, "worker sees a stale arena");
         } else {
+            worker_in_run = 1;
             exec_run(&st, ctl, &req, &res);
+            worker_in_run = 0;
         }
         fflush(stdout);
         if (send(fd, &res, sizeof res, MSG_NOSIGNAL) != (ssize_t)sizeof res) break;
@@ -117,6 +274,7 @@ static void worker_main(int fd, const attest_candidate *cand, arena_control *ctl
     }
     exec_state_fini(&st);
     fflush(stdout);
+    end_descendants();
     _exit(0); /* never exit(): the parent's atexit handlers (HDF5, sanitizers) are not ours */
 }
 
@@ -186,6 +344,10 @@ static void reap_strays(worker *w, double seconds)
 
 static void kill_group(pid_t pid)
 {
+    /* Descendants first, while the worker still holds them as their subreaper: once it dies
+     * they would be re-parented out of its tree. */
+    kill(pid, SIGSTOP);
+    kill_descendants(pid, -1);
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL); /* in case setpgid had not happened yet */
 }
@@ -211,6 +373,8 @@ static void finish_worker(worker *w, int kill_first, double grace, int *status)
     /* Whatever the candidate started is gone too. A process group id is not reused while the
      * group has members, so this cannot hit a stranger. */
     kill(-w->pid, SIGKILL);
+    track_worker(w->pid, 0);
+    end_orphans();
     if (status) *status = st;
     w->pid = 0;
 }
@@ -239,6 +403,7 @@ static attest_status worker_start(worker *w, arena *a)
     close(sv[1]);
     setpgid(pid, pid); /* both sides set it: no window where a group kill misses */
     w->pid = pid;
+    track_worker(pid, 1);
     w->fd = sv[0];
 #ifdef SYS_pidfd_open
     w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0u);
@@ -260,6 +425,8 @@ attest_status worker_send(worker *w, arena *a, const exec_request *req, double t
             if (w->generation != a->generation) {
                 finish_worker(w, 0, WORKER_EXIT_GRACE_S, NULL); /* idle: let it call fini */
             } else { /* already reaped */
+                track_worker(w->pid, 0);
+                end_orphans();
                 close(w->fd);
                 if (w->pidfd >= 0) close(w->pidfd);
                 w->fd = w->pidfd = -1;

@@ -90,6 +90,12 @@ unsigned long attest_runner_worker_starts(const attest_runner *runner);
  * before the first device run), for provenance. */
 const char *attest_runner_device(const attest_runner *runner);
 
+/* Makes this process a child subreaper and, after every worker ends, kills (with their process
+ * trees) and reaps its children that are not live workers: what a crashed worker's candidate
+ * left running, setsid() daemons included, re-parented here. Only for programs that start no
+ * children of their own (the attest CLI calls it); workers always end their own descendants. */
+void attest_runner_reap_orphans(void);
+
 /* Loads a candidate from a plugin: "path/libfoo.so:NAME". The library stays loaded for the life
  * of the process. ATTEST_ERR_NOT_FOUND / ATTEST_ERR_FORMAT with a message on failure. */
 attest_status attest_plugin_load(const char *spec, const attest_candidate **out) ATTEST_MUST_CHECK;

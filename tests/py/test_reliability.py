@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Issue 15, end to end: nothing lost, nothing silently wrong, nothing run or read that the user
+did not name. One section per finding; each check failed on the code before the fix.
+
+usage: test_reliability.py HOSTILE_PLUGIN.so HAZARD1.so,HAZARD2.so,...
+"""
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+from attest_testlib import CLI, check, one_line_error, run, summary
+
+os.environ["HDF5_EXTFILE_PREFIX"] = "${ORIGIN}"  # h5py reads a killed run's rows like attest
+try:
+    import h5py
+    import numpy as np
+except ImportError:
+    h5py = None
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+GOLDEN = os.path.join(SOURCE, "fixtures", "golden", "indexer-edges.h5")
+
+
+def run_to(timeout, *args, env=None):
+    """run() with a deadline: a hang is a failed check, not a stuck test."""
+    try:
+        p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, "CI": "1", **(env or {})})
+        return p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired:
+        return "hang", "", ""
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def start_long_run(out, cand="cpu-indexer", extra=()):
+    """A campaign that runs until stopped; returns once its results file exists."""
+    proc = subprocess.Popen([CLI, "run", "--candidate", cand, "--cases", "1000000", "--out", out,
+                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CI": "1"})
+    for _ in range(200):
+        if os.path.exists(out) and os.path.exists(out + ".rows") and \
+                os.path.getsize(out + ".rows") > 0:
+            break
+        time.sleep(0.05)
+    return proc
+
+
+def killed_campaign(tmp, name, cand="mutant-indexer-scale-off-by-one", seconds=2.0):
+    """A campaign SIGKILLed mid-run: its live file, .rows and .repro/ stay."""
+    out = os.path.join(tmp, name)
+    proc = start_long_run(out, cand)
+    time.sleep(seconds)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    return out
+
+
+def finding_1_outputs(tmp):
+    """--out replaces nothing it was not asked to; inputs are never outputs."""
+    text = os.path.join(tmp, "notes.txt")
+    with open(text, "w") as f:
+        f.write("my notes\n")
+    rc, out, err = run_to(60, "run", "--candidate", "cpu-indexer", "--cases", "2", "--out", text)
+    one_line_error(rc, out, err, "--out over a text file")
+    check(read(text) == b"my notes\n", "--out replaced a text file")
+
+    fifo = os.path.join(tmp, "fifo.h5")
+    os.mkfifo(fifo)
+    rc, out, err = run_to(60, "run", "--candidate", "cpu-indexer", "--cases", "2", "--out", fifo)
+    one_line_error(rc, out, err, "--out over a FIFO")
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "--out replaced a FIFO")
+
+    link = os.path.join(tmp, "link.h5")
+    os.symlink(text, link)
+    rc, out, err = run_to(60, "run", "--candidate", "cpu-indexer", "--cases", "2", "--out", link)
+    one_line_error(rc, out, err, "--out over a symlink")
+    check(read(text) == b"my notes\n" and os.path.islink(link), "--out wrote through a symlink")
+
+    res = os.path.join(tmp, "res.h5")
+    rc, _, err = run_to(120, "run", "--candidate", "cpu-indexer", "--cases", "3", "--out", res)
+    check(rc == 0, f"first results file: exit {rc} {err}")
+    before = read(res)
+    rc, out, err = run_to(120, "run", "--candidate", "cpu-indexer", "--cases", "5", "--out", res)
+    one_line_error(rc, out, err, "--out over a results file without --force")
+    check("--force" in err and read(res) == before, "an earlier results file was replaced")
+    rc, out, err = run_to(120, "run", "--candidate", "cpu-indexer", "--cases", "5", "--out", res,
+                          "--force")
+    check(rc == 0 and read(res) != before, f"--force did not replace the results file: {err}")
+
+    # check g.h5 --out g.h5: the fixture it is checking.
+    fixture = os.path.join(tmp, "g.h5")
+    shutil.copy(GOLDEN, fixture)
+    golden = read(fixture)
+    for force in ([], ["--force"]):
+        rc, out, err = run_to(120, "check", fixture, "--candidate", "cpu-indexer", "--out",
+                              fixture, *force)
+        one_line_error(rc, out, err, f"check FIXTURE --out FIXTURE {force}")
+        check(read(fixture) == golden, f"check --out overwrote its fixture {force}")
+    rc, out, err = run_to(120, "reference", fixture, "--out", fixture, "--force")
+    one_line_error(rc, out, err, "reference CASE --out CASE")
+    check(read(fixture) == golden, "reference --out overwrote its input")
+
+    # A killed campaign's rows and repros are not deleted by a new run without --force.
+    killed = killed_campaign(tmp, "killed-keep.h5")
+    rows = read(killed + ".rows")
+    os.rename(killed, killed + ".moved")
+    rc, out, err = run_to(120, "run", "--candidate", "cpu-indexer", "--cases", "2", "--out", killed)
+    one_line_error(rc, out, err, "--out where a killed campaign's .rows lies")
+    check(read(killed + ".rows") == rows and os.path.isdir(killed + ".repro"),
+          "a new run deleted a killed campaign's .rows or .repro/")
+
+    rc, out, err = run_to(60, "run", "--candidate", "cpu-indexer", "--out", "")
+    one_line_error(rc, out, err, "--out ''")
+    check("NULL" not in err and "empty" in err, f"--out '' message: {err!r}")
+
+
+def finding_2_lock(tmp):
+    """Two runs of one --out: the second is told who holds it; nothing mixes."""
+    out = os.path.join(tmp, "shared.h5")
+    first = start_long_run(out)
+    rc, o, err = run_to(60, "run", "--candidate", "cpu-indexer", "--cases", "5", "--out", out,
+                        "--force")
+    one_line_error(rc, o, err, "a second writer of the same --out")
+    check(f"pid {first.pid}" in err, f"the lock message does not name the holder: {err!r}")
+    # The interrupted first run does not pass (issue 11): INTERRUPTED, exit 130.
+    first.send_signal(signal.SIGINT)
+    o, err = first.communicate(timeout=60)
+    check(first.returncode == 130, f"SIGINT: exit {first.returncode}, expected 130")
+    check("result: INTERRUPTED" in o and "PASS" not in o, f"SIGINT summary:\n{o[-400:]}")
+    rc, o, err = run_to(60, "show", out)
+    check(rc == 0 and "interrupted" in o, f"show of the interrupted run: exit {rc} {err}")
+    check(not os.path.exists(out + ".lock"), "the lock file outlived its writer")
+
+
+def finding_3_truncated(tmp):
+    """Rows that are not in the file never read back as OK."""
+    killed = killed_campaign(tmp, "killed-trunc.h5")
+    rc, out, err = run_to(60, "show", killed)
+    check(rc == 1 and "MISMATCH" in out, f"show of a killed failing campaign: exit {rc} {err}")
+    with open(killed + ".rows", "r+b") as f:
+        f.truncate(0)
+    rc, out, err = run_to(60, "show", killed)
+    one_line_error(rc, out, err, "show with an emptied .rows")
+    check("PASS" not in out and "truncated" in err, f"emptied .rows: {out[-200:]} {err}")
+    if h5py is None:
+        return
+    # A table without its verdict field.
+    src = os.path.join(tmp, "whole.h5")
+    rc, _, _ = run_to(120, "run", "--candidate", "mutant-indexer-scale-off-by-one", "--cases",
+                      "20", "--out", src)
+    bad = os.path.join(tmp, "no-verdict.h5")
+    shutil.copy(src, bad)
+    with h5py.File(bad, "r+") as f:
+        rows = f["cases"][:]
+        names = [n for n in rows.dtype.names if n != "verdict"]
+        del f["cases"]
+        f.create_dataset("cases", data=np.array(rows[names].tolist(),
+                                                dtype=[(n, rows.dtype[n]) for n in names]))
+    rc, out, err = run_to(60, "show", bad)
+    one_line_error(rc, out, err, "show of a table without its verdict field")
+    check("verdict" in err and "PASS" not in out, f"no verdict field: {err!r}")
+
+
+def finding_4_external(tmp):
+    """External storage only in the file's own sibling; a killed pair can be moved."""
+    killed = killed_campaign(tmp, "killed-move.h5", cand="cpu-indexer")
+    moved_dir = os.path.join(tmp, "elsewhere")
+    os.mkdir(moved_dir)
+    for suffix in ("", ".rows", ".repro"):
+        if os.path.exists(killed + suffix):
+            shutil.move(killed + suffix, os.path.join(moved_dir, "killed-move.h5" + suffix))
+    rc, out, err = run_to(60, "show", os.path.join(moved_dir, "killed-move.h5"))
+    m = re.search(r"attest: (\d+) cases", out)
+    check(rc == 0 and m and int(m.group(1)) > 0, f"show after moving the pair: exit {rc} {err}")
+    if h5py is None:
+        return
+    src = os.path.join(moved_dir, "killed-move.h5")
+    evil = os.path.join(tmp, "evil.h5")
+    with h5py.File(src, "r") as f:
+        dt = f["cases"].dtype
+        with h5py.File(evil, "w") as g:
+            for k, v in f.attrs.items():
+                g.attrs[k] = v
+            f.copy("provenance", g)
+            g.create_dataset("cases", shape=(3,), dtype=dt,
+                             external=[("/etc/passwd", 0, h5py.h5f.UNLIMITED)])
+    rc, out, err = run_to(60, "show", evil)
+    one_line_error(rc, out, err, "show of a file whose rows are /etc/passwd")
+    check("root:" not in out + err and "sibling" in err, f"external /etc/passwd: {err!r}")
+
+
+def finding_5_nothing_judged(tmp, hostile):
+    """Nothing judged is never a pass; exit() and fini crashes lose nothing."""
+    res = os.path.join(tmp, "empty.h5")
+    rc, out, err = run_to(120, "run", "--candidate", "cpu-mla-decode", "--cases", "5", "--filter",
+                          "layuot=mla-v4", "--out", res)
+    check(rc == 1 and "matched none" in out, f"--filter typo: exit {rc}\n{out[-300:]}")
+    rc, out, err = run_to(60, "show", res)
+    check(rc == 1, f"show of a 0-row results file: exit {rc}")
+    res = os.path.join(tmp, "exit0.h5")
+    rc, out, err = run_to(120, "run", "--candidate", hostile + ":hostile-exit0", "--cases", "3",
+                          "--no-isolate", "--out", res)
+    check(rc not in (0, "hang") and "exit()" in err, f"--no-isolate exit(0): exit {rc} {err!r}")
+    res = os.path.join(tmp, "fini.h5")
+    rc, out, err = run_to(120, "run", "--candidate", hostile + ":hostile-fini-crash", "--cases",
+                          "4", "--no-isolate", "--out", res)
+    check(rc not in (0, "hang"), f"fini crash: exit {rc}")
+    rc, out, err = run_to(60, "show", res)
+    check("attest: 4 cases" in out, f"fini crash after the last case lost rows: {out[:300]} {err}")
+
+
+def finding_6_control_page(hostile):
+    rc, out, err = run_to(120, "run", "--candidate", hostile + ":hostile-control-page", "--cases",
+                          "3")
+    check(rc == 1, f"a candidate rewriting the control page: exit {rc} (parent crashed?) {err}")
+
+
+def finding_7_plugins(hazards, tmp):
+    """Every load hazard is a one-line error within the deadline, never a crash or a hang."""
+    env = {"ATTEST_PROBE_TIMEOUT": "3"}
+    for i, lib in enumerate(hazards, 1):
+        rc, out, err = run_to(60, "run", "--candidate", lib + ":x", "--cases", "1", env=env)
+        one_line_error(rc, out, err, f"plugin hazard {i} ({os.path.basename(lib)})")
+    truncated = os.path.join(tmp, "libtrunc.so")
+    data = read(hazards[0])
+    with open(truncated, "wb") as f:
+        f.write(data[:len(data) // 2])
+    rc, out, err = run_to(60, "run", "--candidate", truncated + ":x", "--cases", "1", env=env)
+    one_line_error(rc, out, err, "a truncated plugin")
+
+
+def finding_10_special_files(tmp):
+    fifo = os.path.join(tmp, "policy.fifo")
+    os.mkfifo(fifo)
+    rc, out, err = run_to(30, "run", "--candidate", "cpu-indexer", "--cases", "1", "--policy", fifo)
+    one_line_error(rc, out, err, "a FIFO as --policy")
+    check("FIFO" in err, f"--policy FIFO message: {err!r}")
+    killed = killed_campaign(tmp, "killed-fifo.h5", cand="cpu-indexer", seconds=1.0)
+    os.remove(killed + ".rows")
+    os.mkfifo(killed + ".rows")
+    rc, out, err = run_to(30, "show", killed)
+    one_line_error(rc, out, err, "a FIFO in place of .rows")
+    fixdir = os.path.join(tmp, "fixdir")
+    os.mkdir(fixdir)
+    shutil.copy(GOLDEN, os.path.join(fixdir, "good.h5"))
+    os.mkfifo(os.path.join(fixdir, "odd.h5"))
+    rc, out, err = run_to(60, "check", fixdir, "--candidate", "cpu-indexer")
+    check(rc == 1 and "odd.h5" in out, f"a FIFO named *.h5 in a fixture directory: exit {rc}\n"
+          f"{out[-300:]}")
+
+
+def finding_11_setsid(hostile, tmp):
+    pidfile = os.path.join(tmp, "pids.txt")
+    rc, out, err = run_to(120, "run", "--candidate", hostile + ":hostile-setsid", "--cases", "3",
+                          env={"ATTEST_TEST_PIDFILE": pidfile})
+    check(rc == 1, f"hostile-setsid: exit {rc}")
+    pids = [int(x) for x in open(pidfile).read().split()] if os.path.exists(pidfile) else []
+    check(len(pids) > 0, "hostile-setsid started no process")
+    time.sleep(0.2)
+    alive = []
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    alive.append(p)
+        except OSError:
+            pass
+    for p in alive:
+        os.kill(p, signal.SIGKILL)
+    check(not alive, f"{len(alive)} setsid() processes outlived attest")
+
+
+def finding_13_messages(tmp, hostile):
+    rc, out, err = run_to(60, "run", "--candidate", "cpu-indexer", "--cases")
+    one_line_error(rc, out, err, "--cases without a value")
+    check("needs a value" in err, f"--cases without a value: {err!r}")
+    rc, out, err = run_to(120, "run", "--candidate", hostile + ":hostile-exit0", "--cases", "2")
+    check(rc == 1 and "called exit(0)" in out and "SIGSEGV" not in out,
+          f"exit(0) in a worker: {out[-300:]}")
+    bad = os.path.join(tmp, "escape.json")
+    with open(bad, "w") as f:
+        f.write('{"schema": 1, "name": "x\\n\\u001b[31mred", "version": "1", "entries": [\n'
+                '{"kernel": "indexer", "output": "logits", "atol": 1e-6, "rtol": 1e-5,'
+                '"max_fail_fraction": 0, "cos_diff_max": 1e-6, "nmse_max": null,'
+                '"max_code_distance": null, "vacuity_factor": 10, "topk_min_recall": 1.0,'
+                '"source": "seed"}]}')
+    rc, out, err = run_to(60, "run", "--candidate", "cpu-indexer", "--policy", bad)
+    one_line_error(rc, out, err, "a policy whose name holds a newline and an escape")
+    check("\x1b" not in out + err and "control characters" in err,
+          f"a terminal escape echoed raw: {out[-200:]!r} {err!r}")
+    # No stale temporaries after a killed run is replaced.
+    killed = killed_campaign(tmp, "stale.h5", cand="cpu-indexer", seconds=1.0)
+    with open(killed + ".final999999", "w") as f:
+        f.write("left by a killed close\n")
+    rc, out, err = run_to(120, "run", "--candidate", "cpu-indexer", "--cases", "2", "--out", killed,
+                          "--force")
+    left = [n for n in os.listdir(tmp) if n.startswith("stale.h5") and n != "stale.h5"]
+    check(rc == 0 and not left, f"leftovers beside a replaced results file: {left} {err}")
+
+
+def main():
+    if not CLI or not os.path.exists(CLI) or len(sys.argv) < 3:
+        print("ATTEST_CLI or the plugin arguments missing; skipping")
+        return 77
+    hostile = sys.argv[1]
+    hazards = sys.argv[2].split(",")
+    tmp = tempfile.mkdtemp(prefix="attest-reliability-")
+    sections = [(finding_1_outputs, (tmp,)), (finding_2_lock, (tmp,)),
+                (finding_3_truncated, (tmp,)), (finding_4_external, (tmp,)),
+                (finding_5_nothing_judged, (tmp, hostile)), (finding_6_control_page, (hostile,)),
+                (finding_7_plugins, (hazards, tmp)), (finding_10_special_files, (tmp,)),
+                (finding_11_setsid, (hostile, tmp)), (finding_13_messages, (tmp, hostile))]
+    for fn, args in sections:
+        try:
+            fn(*args)
+        except Exception as e:  # a section that cannot go on is one failed check
+            check(False, f"{fn.__name__}: {type(e).__name__}: {e}")
+    rc = summary("test_reliability")
+    if rc == 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

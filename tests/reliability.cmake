@@ -1,0 +1,18 @@
+# Reliability (issue 15): hostile plugins (candidates that attack the harness while they run,
+# libraries that attack it while they load) and the end-to-end checks of test_reliability.py.
+add_library(attest_hostile_plugin MODULE hostile_plugin.c)
+target_include_directories(attest_hostile_plugin PRIVATE ${CMAKE_SOURCE_DIR}/harness/include)
+set_target_properties(attest_hostile_plugin PROPERTIES C_VISIBILITY_PRESET hidden
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/plugins)
+set(ATTEST_HAZARD_PLUGINS "")
+foreach(n RANGE 1 10)
+  add_library(attest_hazard_plugin_${n} MODULE hostile_plugin.c)
+  target_include_directories(attest_hazard_plugin_${n} PRIVATE ${CMAKE_SOURCE_DIR}/harness/include)
+  target_compile_definitions(attest_hazard_plugin_${n} PRIVATE HAZARD=${n})
+  set_target_properties(attest_hazard_plugin_${n} PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/plugins)
+  list(APPEND ATTEST_HAZARD_PLUGINS $<TARGET_FILE:attest_hazard_plugin_${n}>)
+endforeach()
+list(JOIN ATTEST_HAZARD_PLUGINS "," ATTEST_HAZARD_PLUGIN_LIST)
+attest_add_python_test(test_reliability py/test_reliability.py LABELS cli
+  ARGS $<TARGET_FILE:attest_hostile_plugin> "${ATTEST_HAZARD_PLUGIN_LIST}")
