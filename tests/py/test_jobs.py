@@ -132,7 +132,7 @@ def main():
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
         check(False, "SIGTERM: the sharded run did not stop within 30 s")
-    check(p.returncode == 1, f"SIGTERM: exit {p.returncode}\n{err}")
+    check(p.returncode == 143, f"SIGTERM: exit {p.returncode} (128 + SIGTERM)\n{err}")
     try:
         os.killpg(p.pid, 0)
         left = subprocess.run(["pgrep", "-g", str(p.pid)], capture_output=True, text=True).stdout
