@@ -29,6 +29,16 @@ if [ "${1:-}" = "--with-python" ]; then
     python3 -m pip install -q --disable-pip-version-check numpy h5py ml_dtypes junitparser pandas \
       || python3 -m pip install -q --disable-pip-version-check --break-system-packages numpy h5py ml_dtypes junitparser pandas
   fi
+  # Headless Chromium renders the HTML report in test_html_report (which skips the rendering
+  # checks, saying so, when it is missing).
+  if ! command -v chromium >/dev/null 2>&1; then
+    echo "attest setup: installing chromium (Debian) for the HTML report test"
+    as_root=""
+    [ "$(id -u)" -eq 0 ] || as_root="sudo"
+    $as_root apt-get update -qq || true
+    DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+      || echo "attest setup: chromium could not be installed; the HTML rendering checks will skip"
+  fi
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)

@@ -15,6 +15,7 @@ int attest_cmd_reference(int argc, char **argv);
 int attest_cmd_run(int argc, char **argv);
 int attest_cmd_campaign(int argc, char **argv);
 int attest_cmd_show(int argc, char **argv);
+int attest_cmd_report(int argc, char **argv);
 int attest_cmd_replay(int argc, char **argv);
 int attest_cmd_list(int argc, char **argv);
 int attest_cmd_check(int argc, char **argv);

@@ -16,6 +16,7 @@ static const verb verbs[] = {
     {"campaign", attest_cmd_campaign, "run the embedded default campaign (CPU candidates, no GPU)"},
     {"run", attest_cmd_run, "run one candidate against the reference on generated cases"},
     {"show", attest_cmd_show, "summarize a results file: failures by verdict and gate"},
+    {"report", attest_cmd_report, "write a results file as one self-contained HTML page"},
     {"replay", attest_cmd_replay, "run one stored case file against a candidate, in detail"},
     {"check", attest_cmd_check, "gate CI on golden fixtures: judge every case of fixture files"},
     {"fixture", attest_cmd_fixture, "make golden fixtures: generated cases with expected outputs"},
