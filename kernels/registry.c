@@ -37,6 +37,9 @@ static void build_registry(void)
     static const attest_candidate *const cpu[] = {&cpu_indexer_candidate,
                                                   &cpu_mla_decode_candidate};
     append(cpu, sizeof cpu / sizeof cpu[0]);
+    size_t no = 0;
+    const attest_candidate *const *orders = cpu_order_candidates(&no);
+    append(orders, no);
 #ifdef ATTEST_WITH_MUTANTS
     size_t nm = 0;
     const attest_candidate *const *m = cpu_mutant_candidates(&nm);

@@ -37,7 +37,12 @@ static void gate_table(FILE *f, const attest_tensor_metrics *m, const attest_tol
     uint64_t base = m->finite_pairs ? m->finite_pairs : m->count;
     snprintf(v, sizeof v, "%" PRIu64 " of %" PRIu64 " off (%.4g%%)", m->element_failures, base,
              100.0 * m->element_fail_fraction);
-    if (t) {
+    if (t && t->bound_factor >= 0) {
+        /* Computed bounds: each element has its own tolerance (docs/policy.md). */
+        attest_rep_num(t->bound_factor, x, sizeof x);
+        snprintf(b, sizeof b, "<= %.4g%% off; |d| <= %s*bound + rounding, per element",
+                 100.0 * t->max_fail_fraction, x);
+    } else if (t) {
         attest_rep_num(m->atol_effective > 0 ? m->atol_effective : t->atol, x, sizeof x);
         attest_rep_num(t->rtol, y, sizeof y);
         snprintf(b, sizeof b, "<= %.4g%% off; |d| <= %s or %s*|r|", 100.0 * t->max_fail_fraction,
@@ -231,8 +236,8 @@ static void output_detail(FILE *f, const attest_case_record *rec, int k, const a
             m->failed_gates ? "FAIL (" : "pass", gates, m->failed_gates ? ")" : "",
             m->vacuous ? ", VACUOUS" : "");
     if (m->vacuous)
-        fprintf(f, "    vacuous: the reference is all masked or non-finite, or too small against "
-                   "atol: this output could not show a difference\n");
+        fprintf(f, "    vacuous: the reference is all masked or non-finite, or no element exceeds "
+                   "its own tolerance: this output could not show a difference\n");
     gate_table(f, m, tol);
     if (tol && tol->source[0]) fprintf(f, "    bounds from: %.*s\n", (int)sizeof tol->source,
                                        tol->source);
@@ -242,8 +247,12 @@ static void output_detail(FILE *f, const attest_case_record *rec, int k, const a
         double diff = fabs(m->worst_cand - m->worst_ref);
         attest_rep_num(diff, d, sizeof d);
         attest_rep_num(m->worst_ref != 0 ? diff / fabs(m->worst_ref) : INFINITY, rel, sizeof rel);
-        fprintf(f, "    worst element %s: reference %.9g, candidate %.9g (|diff| %s, rel %s)\n",
-                coord, m->worst_ref, m->worst_cand, d, rel);
+        char tol_s[32], ratio_s[32];
+        attest_rep_num(m->worst_tol, tol_s, sizeof tol_s);
+        attest_rep_num(m->worst_ratio, ratio_s, sizeof ratio_s);
+        fprintf(f, "    worst element %s (largest error / tolerance): reference %.9g, candidate "
+                   "%.9g (|diff| %s, rel %s; tolerance %s, ratio %s)\n",
+                coord, m->worst_ref, m->worst_cand, d, rel, tol_s, ratio_s);
         element(f, kernel, m, &m->worst, c);
         if (c && kernel == ATTEST_KERNEL_MLA_DECODE && m->failed_gates) {
             size_t bytes;

@@ -272,6 +272,7 @@ static void detail_indexer(void **state)
     tol.cos_diff_max = 5e-6;
     tol.nmse_max = -1;
     tol.max_code_distance = 4;
+    tol.bound_factor = -1; /* fixed atol/rtol bounds, not computed ones */
     snprintf(tol.source, sizeof tol.source, "DeepGEMM test_attention.py");
 
     capture c;
@@ -279,8 +280,8 @@ static void detail_indexer(void **state)
     const char *t = cap_text(&c);
     assert_contains(t, "case #17 MISMATCH [element+cosine] cpu-mutant-scale");
     assert_contains(t, "output logits: 1152 elements compared, 900 finite pairs: FAIL (element+cosine)");
-    assert_contains(t, "worst element logits[row 5, t 77]: reference 1.5, candidate 1.75");
-    assert_contains(t, "(|diff| 2.500e-01, rel 1.667e-01)");
+    assert_contains(t, "worst element logits[row 5, t 77] (largest error / tolerance): reference 1.5, candidate 1.75");
+    assert_contains(t, "(|diff| 2.500e-01, rel 1.667e-01;");
     assert_contains(t, "row 5 = request 2, next_n slot 1; position t = 77");
     assert_contains(t, "request length L = 150; this row sees t < 150");
     assert_contains(t, "position inside the row");
@@ -356,8 +357,8 @@ static void detail_mla(void **state)
     capture c;
     attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
     const char *t = cap_text(&c);
-    assert_contains(t, "worst element out_bf16[request 1, query 0, head 3, dim 77]: reference 0.5, "
-                       "candidate 0.625");
+    assert_contains(t, "worst element out_bf16[request 1, query 0, head 3, dim 77] (largest error / "
+                       "tolerance): reference 0.5, candidate 0.625");
     assert_contains(t, "indices[1, 0]: 4 of 8 slots valid (topk_length = 6)");
     assert_contains(t, "attn_sink[3] = -0.5 (lse excludes the sink)");
     assert_contains(t, "worst element lse[request 1, query 0, head 2]");

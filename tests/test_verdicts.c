@@ -89,12 +89,17 @@ static attest_verdict judge(attest_runner *r, const attest_candidate *cand, uint
     return rec.verdict;
 }
 
-/* The correct CPU candidates pass every generated case of two seeds. */
+/* The correct CPU candidates, and the same kernels in other evaluation orders (the false-alarm
+ * controls of kernels/cpu/orders.c), pass every generated case of two seeds. */
 static void correct_candidates_pass(void **state)
 {
     (void)state;
-    static const char *const names[] = {"cpu-indexer", "cpu-mla-decode"};
-    for (size_t k = 0; k < 2; k++) {
+    static const char *const names[] = {
+        "cpu-indexer",           "cpu-mla-decode",          "cpu-indexer-heads-reversed",
+        "cpu-indexer-pairwise",  "cpu-indexer-fma",         "cpu-indexer-scale-first",
+        "cpu-mla-decode-tile16", "cpu-mla-decode-tile256", "cpu-mla-decode-reverse-merge",
+        "cpu-mla-decode-exp2"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         const attest_candidate *cand = attest_builtin_find(names[k]);
         assert_non_null(cand);
         attest_runner *r = make_runner(cand);

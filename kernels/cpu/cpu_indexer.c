@@ -52,17 +52,40 @@ static float load_f32(const uint8_t *p)
     return v;
 }
 
-/* Logit of one position whose fp8 row is k (already decoded) for the q rows of one request row. */
-static float position_logit(const float *q, const float *w, int heads, const float *k, float scale)
+/* Logit of one position whose fp8 row is k (already decoded) for the q rows of one request row,
+ * in the given evaluation order. */
+static float position_logit(const float *q, const float *w, int heads, const float *k, float scale,
+                            cpu_indexer_order order)
 {
+    float terms[256];
+    float ks[C4_DIM];
+    if (order == CPU_INDEXER_SCALE_FIRST)
+        for (int d = 0; d < C4_DIM; d++) ks[d] = k[d] * scale;
+    const float *kk = order == CPU_INDEXER_SCALE_FIRST ? ks : k;
     float sum = 0.0f;
-    for (int h = 0; h < heads; h++) {
+    for (int i = 0; i < heads; i++) {
+        const int h = order == CPU_INDEXER_HEADS_REVERSED ? heads - 1 - i : i;
         const float *qh = q + (size_t)h * C4_DIM;
         float dot = 0.0f;
-        for (int d = 0; d < C4_DIM; d++) dot += qh[d] * k[d];
-        sum += fmaxf(dot, 0.0f) * w[h];
+        if (order == CPU_INDEXER_FMA)
+            for (int d = 0; d < C4_DIM; d++) dot = fmaf(qh[d], kk[d], dot);
+        else
+            for (int d = 0; d < C4_DIM; d++) dot += qh[d] * kk[d];
+        if (order == CPU_INDEXER_FMA)
+            sum = fmaf(fmaxf(dot, 0.0f), w[h], sum);
+        else if (order == CPU_INDEXER_PAIRWISE_HEADS && heads <= 256)
+            terms[h] = fmaxf(dot, 0.0f) * w[h];
+        else
+            sum += fmaxf(dot, 0.0f) * w[h];
     }
-    return sum * scale;
+    if (order == CPU_INDEXER_PAIRWISE_HEADS && heads <= 256) {
+        for (int n = heads; n > 1; n = (n + 1) / 2) {
+            for (int i = 0; i < n / 2; i++) terms[i] = terms[2 * i] + terms[2 * i + 1];
+            if (n % 2) terms[n / 2] = terms[n - 1];
+        }
+        sum = terms[0];
+    }
+    return order == CPU_INDEXER_SCALE_FIRST ? sum : sum * scale;
 }
 
 static void mask_range(float *row, int t0, int t1, cpu_indexer_mask mask)
@@ -124,7 +147,7 @@ int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *a
                     if (t >= cpu_indexer_row_len(p, a->context_lens, row, f->no_causal)) continue;
                     a->logits[(size_t)row * width + t] =
                         position_logit(q + (size_t)j * q_row, a->weights + (size_t)row * heads,
-                                       heads, k, scale);
+                                       heads, k, scale, f->order);
                 }
             }
             for (int j = 0; j < n; j++) {

@@ -18,12 +18,23 @@ typedef enum cpu_indexer_mask {
     CPU_MASK_SKIP = 2     /* fault: leaves the output as it was (unwritten) */
 } cpu_indexer_mask;
 
+/* Evaluation orders of the indexer: every one is correct, and each is a false-alarm control
+ * (orders.c) that the computed bounds must accept. */
+typedef enum cpu_indexer_order {
+    CPU_INDEXER_SEQUENTIAL = 0,     /* heads 0..H-1, dot products d = 0..D-1, scale last */
+    CPU_INDEXER_HEADS_REVERSED = 1, /* heads H-1..0 */
+    CPU_INDEXER_PAIRWISE_HEADS = 2, /* head terms summed as a balanced tree */
+    CPU_INDEXER_FMA = 3,            /* fmaf in the dot products and the head sum */
+    CPU_INDEXER_SCALE_FIRST = 4     /* the key scale folded into each key element first */
+} cpu_indexer_order;
+
 /* Faults of the indexer; all zero is the correct kernel. */
 typedef struct cpu_indexer_faults {
     int scale_shift;       /* reads the scale of position t + scale_shift (mod 64) */
     cpu_indexer_mask mask; /* what to write past the length */
     int record_stride;     /* != 0: reads position t at t*record_stride (the [64,1,132] view bug) */
     int no_causal;         /* every MTP row of a request sees all L positions */
+    cpu_indexer_order order; /* not a fault: a correct evaluation order */
 } cpu_indexer_faults;
 
 /* Faults of the sparse MLA decode; all zero is the correct kernel. */
@@ -33,10 +44,14 @@ typedef struct cpu_mla_faults {
     int no_merge_guard;     /* no special case for an all-invalid tile (0/0 and -inf - -inf) */
     int clamp_invalid;      /* -1 reads slot 0 and is masked only through its probability */
     int ignore_topk_length; /* uses every slot of the top-k list */
+    /* Not faults: correct evaluation orders, the false-alarm controls of orders.c. */
+    int tile;               /* indices per split (0: CPU_MLA_TILE) */
+    int reverse_merge;      /* merges the splits last to first */
+    int exp2;               /* exp2f((s - m) * log2(e)), as GPU kernels compute the softmax */
 } cpu_mla_faults;
 
 #define CPU_MLA_TILE 64 /* top-k indices per split, as a split-KV kernel's block */
-#define CPU_MLA_MAX_TILES 64 /* 4096 indices over both scopes: beyond any production top-k */
+#define CPU_MLA_MAX_TILES 512 /* 8192 indices in 16-index splits over both scopes */
 
 /* Runs the indexer with the given faults. Returns 0, or nonzero when the arguments are not
  * something this kernel can address (a block index outside the block table). */
@@ -53,12 +68,18 @@ int cpu_mla_compute(const cpu_mla_faults *faults, const attest_kernel_args *args
  * d_qk 576, d_v 512, page stride at least the page payload). */
 int cpu_mla_supports(void *ctx, const attest_kernel_args *args);
 
+/* Number of splits of `tile` indices over both scopes of a decode case. */
+int cpu_mla_tiles(const attest_mla_params *p, int tile);
+
 /* Valid length of indexer row `row` under the MTP causal rule, clamped to [0, max_len]. */
 int cpu_indexer_row_len(const attest_indexer_params *p, const int32_t *context_lens, int row,
                         int no_causal);
 
 extern const attest_candidate cpu_indexer_candidate;
 extern const attest_candidate cpu_mla_decode_candidate;
+
+/* The correct kernels in other evaluation orders (static storage); sets *count. */
+const attest_candidate *const *cpu_order_candidates(size_t *count);
 
 #ifdef ATTEST_WITH_MUTANTS
 /* Returns the mutant candidates (static storage) and sets *count. */

@@ -64,9 +64,12 @@ int cpu_mla_supports(void *ctx, const attest_kernel_args *args)
     if (p->has_extra && (p->extra_page_size <= 0 ||
                          p->extra_page_stride < (int64_t)p->extra_page_size * g->token_bytes))
         return 0;
-    const int tiles = (p->topk + CPU_MLA_TILE - 1) / CPU_MLA_TILE +
-                      (p->has_extra ? (p->extra_topk + CPU_MLA_TILE - 1) / CPU_MLA_TILE : 0);
-    return tiles <= CPU_MLA_MAX_TILES;
+    return cpu_mla_tiles(p, CPU_MLA_TILE) <= CPU_MLA_MAX_TILES;
+}
+
+int cpu_mla_tiles(const attest_mla_params *p, int tile)
+{
+    return (p->topk + tile - 1) / tile + (p->has_extra ? (p->extra_topk + tile - 1) / tile : 0);
 }
 
 static float load_f32(const uint8_t *p)
@@ -113,7 +116,7 @@ static void load_token(const mla_geom *g, const cpu_mla_faults *f, const mla_sco
 typedef struct mla_scratch {
     float *keys;     /* [slots, k_dim] */
     uint8_t *valid;  /* [slots] */
-    float *scores;   /* [CPU_MLA_TILE] */
+    float *scores;   /* [tile] */
     float *part_out; /* [tiles, d_v] */
     float *part_lse; /* [tiles] */
     float *q;        /* [d_qk] */
@@ -164,7 +167,9 @@ static void tile_partial(const mla_geom *g, const cpu_mla_faults *f, const mla_s
     float l = 0.0f;
     for (int i = begin; i < end; i++) {
         if (!s->valid[i] && !f->clamp_invalid) continue;
-        const float pr = s->valid[i] ? expf(s->scores[i - begin] - m) : 0.0f;
+        const float pr = !s->valid[i] ? 0.0f
+                         : f->exp2 ? exp2f((s->scores[i - begin] - m) * 1.44269504f)
+                                   : expf(s->scores[i - begin] - m);
         const float *v = s->keys + (size_t)i * g->k_dim;
         l += pr;
         for (int d = 0; d < d_v; d++) out[d] += pr * v[d];
@@ -195,12 +200,13 @@ static int decode_query(const mla_geom *g, const cpu_mla_faults *f, const attest
     }
 
     /* Tiles never straddle the two scopes: each scope is its own run of splits. */
+    const int tile = f->tile > 0 ? f->tile : CPU_MLA_TILE;
     int tile_begin[CPU_MLA_MAX_TILES + 1], ntiles = 0, slots = 0, any_valid = 0;
     for (int c = 0; c < nscopes; c++) {
         if (scopes[c].used < 0) scopes[c].used = 0;
         if (scopes[c].used > scopes[c].topk) scopes[c].used = scopes[c].topk;
         if (load_scope(g, f, &scopes[c], lut, s, slots) != 0) return -1;
-        for (int i = 0; i < scopes[c].topk; i += CPU_MLA_TILE) tile_begin[ntiles++] = slots + i;
+        for (int i = 0; i < scopes[c].topk; i += tile) tile_begin[ntiles++] = slots + i;
         slots += scopes[c].topk;
     }
     tile_begin[ntiles] = slots;
@@ -224,9 +230,11 @@ static int decode_query(const mla_geom *g, const cpu_mla_faults *f, const attest
         /* Combine: rescale each split by exp(lse_t - max); an all-invalid split is skipped. */
         float denom = 0.0f;
         memset(s->acc, 0, sizeof(float) * (size_t)p->d_v);
-        for (int t = 0; t < ntiles; t++) {
+        for (int i = 0; i < ntiles; i++) {
+            const int t = f->reverse_merge ? ntiles - 1 - i : i;
             if (s->part_lse[t] == -INFINITY && !f->no_merge_guard) continue;
-            const float w = expf(s->part_lse[t] - m);
+            const float w = f->exp2 ? exp2f((s->part_lse[t] - m) * 1.44269504f)
+                                    : expf(s->part_lse[t] - m);
             const float *po = s->part_out + (size_t)t * p->d_v;
             denom += w;
             for (int d = 0; d < p->d_v; d++) s->acc[d] += w * po[d];
@@ -247,15 +255,15 @@ int cpu_mla_compute(const cpu_mla_faults *f, const attest_kernel_args *args)
     const mla_geom *g = geom_of(p->layout);
     if (!g || p->d_qk != g->k_dim || p->d_v > g->k_dim) return -1;
     const int slots = p->topk + (p->has_extra ? p->extra_topk : 0);
-    const int tiles = (p->topk + CPU_MLA_TILE - 1) / CPU_MLA_TILE +
-                      (p->has_extra ? (p->extra_topk + CPU_MLA_TILE - 1) / CPU_MLA_TILE : 0);
+    const int tile = f->tile > 0 ? f->tile : CPU_MLA_TILE;
+    const int tiles = cpu_mla_tiles(p, tile);
     if (tiles > CPU_MLA_MAX_TILES) return -1;
 
     float lut[256];
     for (int i = 0; i < 256; i++) lut[i] = attest_fp8_decode((uint8_t)i);
 
     mla_scratch s;
-    s.keys = malloc(sizeof(float) * ((size_t)slots * g->k_dim + CPU_MLA_TILE +
+    s.keys = malloc(sizeof(float) * ((size_t)slots * g->k_dim + (size_t)tile +
                                      (size_t)tiles * (p->d_v + 1) + p->d_qk + p->d_v));
     s.valid = malloc((size_t)slots + 1);
     if (!s.keys || !s.valid) {
@@ -264,7 +272,7 @@ int cpu_mla_compute(const cpu_mla_faults *f, const attest_kernel_args *args)
         return -1;
     }
     s.scores = s.keys + (size_t)slots * g->k_dim;
-    s.part_out = s.scores + CPU_MLA_TILE;
+    s.part_out = s.scores + tile;
     s.part_lse = s.part_out + (size_t)tiles * p->d_v;
     s.q = s.part_lse + tiles;
     s.acc = s.q + p->d_qk;
