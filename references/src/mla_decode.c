@@ -185,12 +185,17 @@ static double gamma_n(double n, double u)
  * error da (absolute, from its dot product), the rounding of the exponent's argument (it is
  * formed from a, the running maxima and the merge of split-KV partials: a few roundings of
  * numbers up to |a| + amax + log(n + 1)), the exp itself and the rounding of P to its format. */
+static double weight_exponent_error(const attest_bound_model *mo, double a, double da, double amax,
+                                    double n)
+{
+    const double u = mo->u_accum;
+    return da + 6.0 * u * (fabs(a) + amax + log(n + 1.0)) + 16.0 * u + mo->u_probs;
+}
+
 static double weight_perturbation(const attest_bound_model *mo, double a, double da, double amax,
                                   double n)
 {
-    const double u = mo->u_accum;
-    const double theta = da + 6.0 * u * (fabs(a) + amax + log(n + 1.0)) + 16.0 * u + mo->u_probs;
-    return expm1(theta);
+    return expm1(weight_exponent_error(mo, a, da, amax, n));
 }
 
 /* The bounds of one head (docs/policy.md, "Error bounds", sparse MLA decode). keys, scores and
@@ -267,17 +272,26 @@ static void mla_head_bounds(const mla_inputs *in, const double *keys, const doub
     const attest_bound_model *ml = bo->lse_model;
     const double dl_c = gamma_n((double)dqk + 4.0, ml->u_accum) + ml->u_kv * (1.0 + ml->u_accum);
     const double lse_denom = sink_in_lse ? denom : sum;
-    double rho_avg = 0.0;
+    double rho_avg = 0.0, theta_max = 0.0;
     for (int32_t k = 0; k < n; k++) {
         const double w = exp(scores[k] - m) / lse_denom;
-        rho_avg += w * weight_perturbation(ml, scores[k], dl_c * sm * absdots[k], amax, nterms);
+        const double th = weight_exponent_error(ml, scores[k], dl_c * sm * absdots[k], amax, nterms);
+        rho_avg += w * expm1(th);
+        theta_max = fmax(theta_max, th);
     }
-    if (sink_in_lse && sink_w > 0)
-        rho_avg += sink_w / lse_denom * weight_perturbation(ml, sink, 0.0, amax, nterms);
-    const double shift = rho_avg + gamma_n(nterms + 8.0, ml->u_accum);
+    if (sink_in_lse && sink_w > 0) {
+        const double th = weight_exponent_error(ml, sink, 0.0, amax, nterms);
+        rho_avg += sink_w / lse_denom * expm1(th);
+        theta_max = fmax(theta_max, th);
+    }
+    const double g_lse = gamma_n(nterms + 8.0, ml->u_accum);
+    const double shift = rho_avg + g_lse;
+    /* log S moves by the log of a weighted mean of the weights' factors exp(theta_k): never more
+     * than the largest theta_k, which is the tighter bound when the weights are far off. */
+    double dlog = theta_max + g_lse / (1.0 - fmin(g_lse, 0.5));
+    if (shift < 0.9) dlog = fmin(dlog, -log1p(-shift));
     const double log_s = log(lse_denom);
-    *bo->lse_bound = shift < 0.9 ? -log1p(-shift) + 3.0 * ml->u_accum * (amax + fabs(log_s) + fabs(lse))
-                                 : INFINITY;
+    *bo->lse_bound = dlog + 3.0 * ml->u_accum * (amax + fabs(log_s) + fabs(lse));
 }
 
 /* One head of one query over n gathered keys: out[d_v] and *lse (and its bounds when bo). */
