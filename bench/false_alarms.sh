@@ -5,13 +5,14 @@
 #
 #   bash bench/false_alarms.sh [--cases N] [--production-cases N] [--jobs J] [--seed S]
 #                              [--policy FILE] [--attest PATH] [--plugin PATH.so] [--out DIR]
+#                              [--regimes default,production,heads128]
 #
 # Defaults: 2000 cases per candidate and regime (200 for --production), one job per core,
 # seed 1, the embedded default policy, build/attest. Shapes: the default generator bounds,
 # --production (V4/V3.2 production shapes), and --max-heads 128.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cases=2000 prod_cases=200 jobs=$(nproc 2>/dev/null || echo 2) seed=1 policy="" out=""
+only=default,production,heads128 cases=2000 prod_cases=200 jobs=$(nproc 2>/dev/null || echo 2) seed=1 policy="" out=""
 attest="$here/build/attest" plugin="$here/build/plugins/libattest_plugin_example.so"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -23,6 +24,7 @@ while [ $# -gt 0 ]; do
     --attest) attest=$2; shift 2 ;;
     --plugin) plugin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --regimes) only=$2; shift 2 ;;
     *) echo "false_alarms.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -61,8 +63,14 @@ run_one() {
 }
 for r in "${regimes[@]}"; do
   IFS=: read -r regime flags count <<<"$r"
+  case ",$only," in *",$regime,"*) ;; *) continue ;; esac
   for c in "${indexer[@]}"; do run_one indexer "$c" "$regime" "$flags" "$count"; done
   for c in "${decode[@]}"; do run_one mla-decode "$c" "$regime" "$flags" "$count"; done
+  # FlashMLA's formats, under the policy written for them (not the float32 default).
+  saved=$policy
+  policy="$here/policies/bf16-tensor-core.json"
+  run_one mla-decode cpu-mla-decode-bf16pv "$regime" "$flags" "$count"
+  policy=$saved
 done
 echo "false alarms: $failing failing of $total cases (seed $seed, policy ${policy:-default}); results in $out"
 [ "$failing" -eq 0 ]

@@ -48,6 +48,8 @@ typedef struct cpu_mla_faults {
     int tile;               /* indices per split (0: CPU_MLA_TILE) */
     int reverse_merge;      /* merges the splits last to first */
     int exp2;               /* exp2f((s - m) * log2(e)), as GPU kernels compute the softmax */
+    int bf16_pv;            /* K/V dequantized to bf16 and P rounded to bf16 for P*V, as FlashMLA
+                             * does: correct under policies/bf16-tensor-core.json only */
 } cpu_mla_faults;
 
 #define CPU_MLA_TILE 64 /* top-k indices per split, as a split-KV kernel's block */

@@ -109,6 +109,8 @@ static void load_token(const mla_geom *g, const cpu_mla_faults *f, const mla_sco
             scales[i] = load_f32(data + V32_SCALE_OFF + 4 * (i + f->scale_shift));
     }
     for (int d = 0; d < g->fp8_dim; d++) k[d] = lut[data[d]] * scales[d / g->scale_tile];
+    if (f->bf16_pv)
+        for (int d = 0; d < g->fp8_dim; d++) k[d] = attest_bf16_decode(attest_bf16_encode(k[d]));
     for (int d = 0; d < g->rope_dim; d++) k[g->fp8_dim + d] = load_bf16(rope + 2 * d);
 }
 
@@ -172,7 +174,8 @@ static void tile_partial(const mla_geom *g, const cpu_mla_faults *f, const mla_s
                                    : expf(s->scores[i - begin] - m);
         const float *v = s->keys + (size_t)i * g->k_dim;
         l += pr;
-        for (int d = 0; d < d_v; d++) out[d] += pr * v[d];
+        const float pv = f->bf16_pv ? attest_bf16_decode(attest_bf16_encode(pr)) : pr;
+        for (int d = 0; d < d_v; d++) out[d] += pv * v[d];
     }
     for (int d = 0; d < d_v; d++) out[d] /= l;
     *lse = m + logf(l);

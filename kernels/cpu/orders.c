@@ -5,6 +5,8 @@
  * multiply-adds, the key scale folded in first, split-KV tiles of 16 or 256 indices, the splits
  * merged last to first, an exp2-based softmax. A tolerance that fails any of them on any case is
  * a false alarm (docs/policy.md), so every campaign and the false-alarm benchmark run them.
+ * cpu-mla-decode-bf16pv computes in FlashMLA's formats (bf16 K/V and P) and is correct under
+ * policies/bf16-tensor-core.json, not under the float32 default.
  */
 #include <stddef.h>
 
@@ -35,6 +37,7 @@ static const cpu_mla_faults mla_tile16 = {.tile = 16};
 static const cpu_mla_faults mla_tile256 = {.tile = 256};
 static const cpu_mla_faults mla_reverse = {.reverse_merge = 1};
 static const cpu_mla_faults mla_exp2 = {.exp2 = 1, .tile = 32};
+static const cpu_mla_faults mla_bf16_pv = {.bf16_pv = 1};
 
 static int run_mla(void *ctx, const attest_kernel_args *args)
 {
@@ -53,6 +56,7 @@ static int init_tile16(void **ctx) { *ctx = (void *)&mla_tile16; return 0; }
 static int init_tile256(void **ctx) { *ctx = (void *)&mla_tile256; return 0; }
 static int init_reverse(void **ctx) { *ctx = (void *)&mla_reverse; return 0; }
 static int init_exp2(void **ctx) { *ctx = (void *)&mla_exp2; return 0; }
+static int init_bf16_pv(void **ctx) { *ctx = (void *)&mla_bf16_pv; return 0; }
 
 #define ORDER_CANDIDATE(var, cname, kern, init_fn, run_fn, sup_fn, desc)                           \
     static const attest_candidate var = {                                                          \
@@ -85,6 +89,10 @@ ORDER_CANDIDATE(c_tile256, "cpu-mla-decode-tile256", ATTEST_KERNEL_MLA_DECODE, i
                 run_mla, supports_mla, "cpu-mla-decode with 256-index splits (control)");
 ORDER_CANDIDATE(c_reverse, "cpu-mla-decode-reverse-merge", ATTEST_KERNEL_MLA_DECODE, init_reverse,
                 run_mla, supports_mla, "cpu-mla-decode, splits merged last to first (control)");
+ORDER_CANDIDATE(c_bf16_pv, "cpu-mla-decode-bf16pv", ATTEST_KERNEL_MLA_DECODE, init_bf16_pv,
+                run_mla, supports_mla,
+                "cpu-mla-decode with K/V and P in bf16 (FlashMLA's formats; judge with "
+                "policies/bf16-tensor-core.json)");
 ORDER_CANDIDATE(c_exp2, "cpu-mla-decode-exp2", ATTEST_KERNEL_MLA_DECODE, init_exp2, run_mla,
                 supports_mla, "cpu-mla-decode, exp2-based softmax, 32-index splits (control)");
 
@@ -92,7 +100,7 @@ const attest_candidate *const *cpu_order_candidates(size_t *count)
 {
     static const attest_candidate *const list[] = {&c_heads_reversed, &c_pairwise, &c_fma,
                                                    &c_scale_first,    &c_tile16,   &c_tile256,
-                                                   &c_reverse,        &c_exp2};
+                                                   &c_reverse,        &c_exp2,     &c_bf16_pv};
     *count = sizeof list / sizeof list[0];
     return list;
 }

@@ -16,6 +16,8 @@ BIN = os.environ.get("ATTEST_BINARY_DIR", os.path.join(SRC, "build"))
 FIXTURES = os.path.join(SRC, "fixtures", "false-alarms")
 FIXED = os.path.join(SRC, "policies", "fixed-v1.json")
 PLUGIN = os.path.join(BIN, "plugins", "libattest_plugin_example.so")
+BF16 = os.path.join(SRC, "policies", "bf16-tensor-core.json")
+BF16PV = "cpu-mla-decode-bf16pv"
 
 
 def correct_candidates():
@@ -23,6 +25,7 @@ def correct_candidates():
     rc, out, err = run("list")
     check(rc == 0, f"attest list: exit {rc}: {err}")
     names = set(re.findall(r"\b(cpu-(?:indexer|mla-decode)[a-z0-9-]*)\b", out))
+    names.discard(BF16PV)  # correct under its own policy only (checked below)
     check(len(names) >= 10, f"expected >= 10 correct CPU candidates in attest list, got {sorted(names)}")
     cands = sorted(names)
     if os.path.exists(PLUGIN):
@@ -36,6 +39,15 @@ def main():
         rc, out, err = run("check", FIXTURES, "--candidate", c)
         check(rc == 0, f"{c} on fixtures/false-alarms: exit {rc}\n{out}{err}")
         check("PASS" in out, f"{c}: no PASS line\n{out}")
+    # FlashMLA's formats (bf16 K/V and P) are correct under their own policy, not the default's.
+    rc, out, err = run("check", FIXTURES, "--candidate", BF16PV, "--policy", BF16)
+    check(rc == 0, f"{BF16PV} under bf16-tensor-core: exit {rc}\n{out}{err}")
+    rc, out, err = run("run", "--kernel", "mla-decode", "--candidate", BF16PV, "--cases", "60",
+                       "--seed", "5", "--policy", BF16)
+    check(rc == 0, f"{BF16PV}: 60 generated cases under bf16-tensor-core: exit {rc}\n{out}{err}")
+    rc, out, err = run("run", "--kernel", "mla-decode", "--candidate", BF16PV, "--cases", "60",
+                       "--seed", "5")
+    check(rc == 1, f"{BF16PV} under the float32 default: exit {rc}, expected 1\n{out}")
     # The same cases under the old fixed tolerances: each is a false alarm there.
     rc, out, err = run("check", FIXTURES, "--candidate", "cpu-indexer", "--candidate",
                        "cpu-mla-decode", "--policy", FIXED)
