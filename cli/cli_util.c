@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attest/casefile.h"
 #include "attest/files.h"
 #include "commands.h"
 
@@ -103,5 +104,14 @@ int attest_cli_check_output(const char *verb, const char *path, int kind, int fo
     if (attest_output_check(path, (attest_output_kind)kind, force, inputs, num_inputs) !=
         ATTEST_OK)
         return attest_cli_usage_error(verb, "%s", attest_last_error());
+    return -1;
+}
+
+int attest_cli_max_case_mb(const char *verb, const char *value)
+{
+    uint64_t mb = 0;
+    if (attest_cli_parse_u64(value, &mb) || mb == 0 || mb > (1ull << 24))
+        return attest_cli_bad_value(verb, "max-case-mb", value);
+    attest_casefile_set_max_bytes((unsigned long long)mb << 20);
     return -1;
 }

@@ -45,6 +45,7 @@ static void usage(FILE *f)
           "  --policy FILE     tolerance policy (default: embedded), for both comparisons\n"
           "  --out FILE        write every judged case to an HDF5 results file (attest show)\n"
           "  --force           replace an earlier results file at --out (never a fixture)\n"
+          "  --max-case-mb M   refuse cases declaring more than M MiB of tensors (default 4096)\n"
           "  --reruns N        runs per case, compared bitwise (default 2)\n"
           "  --timeout SEC     per-run time limit (default 10)\n"
           "  --no-isolate      run in this process (no crash isolation; for debugging)\n"
@@ -67,7 +68,7 @@ typedef struct check_args {
 
 enum {
     OPT_AGAINST = 256, OPT_POLICY, OPT_OUT, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_JUNIT,
-    OPT_JSON, OPT_FORCE
+    OPT_JSON, OPT_FORCE, OPT_MAX_CASE
 };
 
 /* Returns -1 to go on, or an exit status. */
@@ -85,6 +86,7 @@ static int parse(int argc, char **argv, check_args *a)
         {"junit", required_argument, NULL, OPT_JUNIT},
         {"json", required_argument, NULL, OPT_JSON},
         {"force", no_argument, NULL, OPT_FORCE},
+        {"max-case-mb", required_argument, NULL, OPT_MAX_CASE},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -116,6 +118,11 @@ static int parse(int argc, char **argv, check_args *a)
         case OPT_JUNIT: a->junit = optarg; break;
         case OPT_JSON: a->json = optarg; break;
         case OPT_FORCE: a->force = 1; break;
+        case OPT_MAX_CASE: {
+            int rc = attest_cli_max_case_mb(VERB, optarg);
+            if (rc >= 0) return rc;
+            break;
+        }
         case OPT_RERUNS:
             if (attest_cli_parse_i32(optarg, 1, 1000, &a->reruns))
                 return attest_cli_bad_value(VERB, "reruns", optarg);

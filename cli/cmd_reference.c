@@ -43,6 +43,7 @@ static void usage(FILE *f)
             "  --group G     only the case in group G (default: every case in the file)\n"
             "  --out OUT.h5  output file (required; written whole or not at all)\n"
             "  --force       replace OUT.h5 when it exists (an HDF5 file, never the input)\n"
+            "  --max-case-mb M  refuse cases declaring more than M MiB of tensors (default 4096)\n"
             "  --mode M      simulated: on the cache bytes as stored; true: on the truth tensors;\n"
             "                both; auto (default): simulated, plus true when the file holds truth\n"
             "  --order O     indexer order of operations: kernel (default: kscale applied last,\n"
@@ -77,6 +78,10 @@ static int parse(int argc, char **argv, ref_opts *o, int *done)
         }
         if (!strcmp(argv[i], "--force")) {
             o->force = 1;
+        } else if (opt_value(argc, argv, &i, "--max-case-mb", &v, &err)) {
+            if (err) return err;
+            int rc = attest_cli_max_case_mb(VERB, v);
+            if (rc >= 0) return rc;
         } else if (opt_value(argc, argv, &i, "--group", &v, &err)) {
             if (err) return err;
             o->group = v;

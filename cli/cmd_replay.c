@@ -36,7 +36,8 @@ static void usage(FILE *f)
           "  --policy FILE     tolerance policy (default: embedded)\n"
           "  --reruns N        runs, compared bitwise (default 2)\n"
           "  --timeout SEC     per-run time limit (default 10)\n"
-          "  --no-isolate      run in this process\n",
+          "  --no-isolate      run in this process\n"
+          "  --max-case-mb M   refuse cases declaring more than M MiB of tensors (default 4096)\n",
           f);
 }
 
@@ -62,6 +63,7 @@ static int parse(int argc, char **argv, replay_args *a)
         {"timeout", required_argument, NULL, 't'},
         {"no-isolate", no_argument, NULL, 'n'},
         {"against", required_argument, NULL, 'a'},
+        {"max-case-mb", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -77,6 +79,11 @@ static int parse(int argc, char **argv, replay_args *a)
         case 'g': a->group = optarg; break;
         case 'p': a->policy = optarg; break;
         case 'n': a->no_isolate = 1; break;
+        case 'M': {
+            int rc = attest_cli_max_case_mb("replay", optarg);
+            if (rc >= 0) return rc;
+            break;
+        }
         case 'a':
             if (!strcmp(optarg, "stored")) a->against_stored = 1;
             else if (strcmp(optarg, "reference")) return attest_cli_bad_value("replay", "against", optarg);

@@ -56,6 +56,12 @@ int attest_cli_option_value(int argc, char **argv, int *i, const char *name, con
 int attest_cli_check_output(const char *verb, const char *path, int kind, int force,
                             const char *const *inputs, size_t num_inputs);
 
+/* --max-case-mb VALUE of the verbs that load case files: sets attest_casefile_set_max_bytes.
+ * Returns -1 on success, else prints one line and returns ATTEST_EXIT_USAGE. */
+int attest_cli_max_case_mb(const char *verb, const char *value);
+#define ATTEST_CLI_MAX_CASE_USAGE                                                                  \
+    "  --max-case-mb M    refuse case files declaring more than M MiB of tensors (default 4096)\n"
+
 /* Returns 1 when progress lines suit stderr: a terminal, and not under CI (env CI set). */
 int attest_cli_interactive(void);
 

@@ -15,6 +15,7 @@
  * (counted, summarized at exit); any other crash, and every input that did not crash, then runs
  * in this process, where libFuzzer sees coverage, crashes, hangs and leaks. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,6 +46,8 @@
  * costs this much campaign time (5% of inputs in a campaign hang). A slow child is harmless:
  * stopped inside HDF5 its input is skipped, stopped elsewhere it reruns here. */
 #define CHILD_MILLISECONDS 500 /* below 1000: a struct timeval's microseconds */
+/* The parent's own limit on a child (its report included), far above CHILD_MILLISECONDS. */
+#define PARENT_SECONDS 30.0
 
 /* Leaks inside HDF5 1.10 itself are not attest's (LeakSanitizer reads this when linked in).
  * The first one found (H5Oopen on a corrupt object header loses a half-loaded metadata-cache
@@ -159,6 +163,18 @@ static void read_file(const char *path)
 #define HANG_MARK "fuzz child: hang\n"
 void __sanitizer_print_stack_trace(void) __attribute__((weak));
 
+/* Set when a sanitizer starts its report in the child: the deadline's handler must then not
+ * print a second stack (ASan's report holds the lock that printing takes; the child deadlocked
+ * on a loaded machine), and the timer is stopped so the report can finish. */
+static volatile sig_atomic_t child_reporting;
+void __asan_on_error(void);
+void __asan_on_error(void)
+{
+    child_reporting = 1;
+    struct itimerval off = {{0, 0}, {0, 0}};
+    (void)setitimer(ITIMER_REAL, &off, NULL);
+}
+
 static void child_signal(int sig)
 {
     if (sig == SIGALRM) dprintf(STDERR_FILENO, HANG_MARK);
@@ -179,11 +195,19 @@ static void child_signal(int sig)
     _exit(1);
 }
 
+/* The deadline's handler: nothing while a sanitizer reports (the report finishes and exits);
+ * the report parser skips every frame up to the signal trampoline for hangs. */
+static void alarm_signal(int sig)
+{
+    if (child_reporting) return;
+    child_signal(sig);
+}
+
 static void run_child(const char *path, int report_fd)
 {
     if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(NULL);
     (void)dup2(report_fd, STDERR_FILENO);
-    (void)signal(SIGALRM, child_signal);
+    (void)signal(SIGALRM, alarm_signal);
     struct itimerval deadline = {{0, 0}, {0, CHILD_MILLISECONDS * 1000}};
     (void)setitimer(ITIMER_REAL, &deadline, NULL);
 #ifndef FUZZ_HAVE_ASAN
@@ -309,15 +333,30 @@ static child_outcome run_in_child(const char *path, const char *report_path, cha
     pid_t pid = fork();
     if (pid < 0) abort();
     if (pid == 0) run_child(path, fd);
+    /* The parent keeps a deadline of its own: a child stuck in its own crash report (or in a
+     * handler) must not stop the campaign. Past it the child is killed and counts as a hang. */
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    int killed = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR)) break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double waited = (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
+        if (!killed && waited > PARENT_SECONDS) {
+            kill(pid, SIGKILL);
+            killed = 1;
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
     }
     ssize_t n = pread(fd, report, cap - 1, 0);
     close(fd);
     report[n > 0 ? n : 0] = '\0';
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return CHILD_OK;
+    if (!killed && WIFEXITED(status) && WEXITSTATUS(status) == 0) return CHILD_OK;
     char frame[512] = "", site[64];
-    const int hang = strstr(report, HANG_MARK) != NULL;
+    const int hang = killed || strstr(report, HANG_MARK) != NULL;
     if (!blames_hdf5(report, frame, sizeof frame, site, sizeof site))
         return hang ? CHILD_OTHER_HANG : CHILD_OTHER_CRASH;
     note_hdf5_crash(frame, site, hang);

@@ -6,9 +6,6 @@
 #include "attest/numerics.h"
 #include "casefile_internal.h"
 
-/* An output larger than this is taken for a corrupt file (production logits are ~16 MiB). */
-#define MAX_OUTPUT_BYTES (4ull << 30)
-
 attest_status attest_casefile_load_output(const char *path, const char *group, const char *name,
                                           attest_stored_tensor *out)
 {
@@ -46,9 +43,11 @@ attest_status attest_casefile_load_output(const char *path, const char *group, c
     if (st == ATTEST_OK) {
         unsigned long long n = attest_dtype_size(dtype);
         for (int i = 0; i < info.rank && st == ATTEST_OK; i++) {
-            if (info.dims[i] != 0 && n > MAX_OUTPUT_BYTES / (unsigned long long)info.dims[i])
-                st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: larger than %llu GiB", where, name,
-                                 MAX_OUTPUT_BYTES >> 30);
+            if (info.dims[i] != 0 && n > attest_casefile_max_bytes() / (unsigned long long)info.dims[i])
+                st = attest_fail(ATTEST_ERR_FORMAT,
+                                 "%s%s: larger than the %llu MiB a case may take (raise it with "
+                                 "--max-case-mb or $ATTEST_MAX_CASE_MB)",
+                                 where, name, attest_casefile_max_bytes() >> 20);
             n *= (unsigned long long)info.dims[i];
         }
         nbytes = (size_t)n;

@@ -13,7 +13,20 @@
 #include "casefile_internal.h"
 
 /* A case larger than this is taken for a corrupt file, not a test. */
-#define MAX_CASE_BYTES (16ull << 30)
+/* The cap on a case's declared bytes (casefile.h). */
+static unsigned long long max_case_bytes;
+
+void attest_casefile_set_max_bytes(unsigned long long bytes) { max_case_bytes = bytes; }
+
+unsigned long long attest_casefile_max_bytes(void)
+{
+    if (max_case_bytes) return max_case_bytes;
+    const char *env = getenv("ATTEST_MAX_CASE_MB");
+    char *end = NULL;
+    unsigned long long mb = env && *env ? strtoull(env, &end, 10) : 0;
+    if (!env || !*env || *end || mb == 0 || mb > (1ull << 24)) mb = ATTEST_CASEFILE_DEFAULT_MAX_MB;
+    return mb << 20;
+}
 /* Deflate cannot shrink data by more than about 1032:1; a dataset claiming more is corrupt. */
 #define MAX_COMPRESSION_RATIO 1100u
 
@@ -467,9 +480,12 @@ attest_status attest_cf_read_case(hid_t loc, const char *where, attest_case *out
         if (c.tensors[i].role == ATTEST_ROLE_OUTPUT) continue;
         st = check_dataset(&c, loc, where, &c.tensors[i], &dsets[i], &infos[i]);
     }
-    if (st == ATTEST_OK && total > MAX_CASE_BYTES)
-        st = attest_fail(ATTEST_ERR_FORMAT, "%s%llu bytes of tensors, more than a case may hold",
-                         where, total);
+    const unsigned long long cap = attest_casefile_max_bytes();
+    if (st == ATTEST_OK && total > cap)
+        st = attest_fail(ATTEST_ERR_FORMAT,
+                         "%sdeclares %llu MiB of tensors, over the %llu MiB a case may take "
+                         "(raise it with --max-case-mb or $ATTEST_MAX_CASE_MB)",
+                         where, (total + (1u << 20) - 1) >> 20, cap >> 20);
     if (st == ATTEST_OK) st = attest_case_alloc_heap(&c);
     for (size_t i = 0; i < c.num_tensors && st == ATTEST_OK; i++) {
         const attest_tensor *t = &c.tensors[i];

@@ -308,6 +308,37 @@ def finding_13_messages(tmp, hostile):
     check(rc == 0 and not left, f"leftovers beside a replaced results file: {left} {err}")
 
 
+def finding_14_memory_cap(tmp):
+    """A small compressed file that declares a large case is refused before it is inflated."""
+    if h5py is None:
+        return
+    src = os.path.join(tmp, "prod.h5")
+    rc, out, err = run_to(120, "fixture", "make", src, "--kernel", "mla-decode", "--cases", "1",
+                          "--production")
+    check(rc == 0, f"fixture make --production: exit {rc} {err}")
+    big = os.path.join(tmp, "inflates.h5")
+    with h5py.File(src, "r") as f, h5py.File(big, "w") as g:
+        f.copy("case-0", g, name="case-0")
+        c = g["case-0"]
+        stride = int(c.attrs["page_stride"])
+        old = c["cache_bytes"][:]
+        del c["cache_bytes"]
+        pages = 100000  # 197 MB declared, about 0.3 MB stored
+        c.attrs["num_pages"] = pages
+        d = c.create_dataset("cache_bytes", shape=(pages * stride,), dtype="u1",
+                             chunks=(1 << 20,), compression="gzip")
+        d[:len(old)] = old
+        zeros = np.zeros(16 << 20, dtype="u1")
+        for at in range(len(old), pages * stride, len(zeros)):
+            n = min(len(zeros), pages * stride - at)
+            d[at:at + n] = zeros[:n]
+    check(os.path.getsize(big) < (4 << 20), f"the inflating file is {os.path.getsize(big)} bytes")
+    rc, out, err = run_to(120, "reference", big, "--out", os.path.join(tmp, "inflated-ref.h5"),
+                          "--max-case-mb", "64")
+    one_line_error(rc, out, err, "a case declaring 197 MB under --max-case-mb 64")
+    check("over the 64 MiB" in err, f"memory cap message: {err!r}")
+
+
 def main():
     if not CLI or not os.path.exists(CLI) or len(sys.argv) < 3:
         print("ATTEST_CLI or the plugin arguments missing; skipping")
@@ -319,7 +350,8 @@ def main():
                 (finding_3_truncated, (tmp,)), (finding_4_external, (tmp,)),
                 (finding_5_nothing_judged, (tmp, hostile)), (finding_6_control_page, (hostile,)),
                 (finding_7_plugins, (hazards, tmp)), (finding_10_special_files, (tmp,)),
-                (finding_11_setsid, (hostile, tmp)), (finding_13_messages, (tmp, hostile))]
+                (finding_11_setsid, (hostile, tmp)), (finding_13_messages, (tmp, hostile)),
+                (finding_14_memory_cap, (tmp,))]
     for fn, args in sections:
         try:
             fn(*args)

@@ -64,6 +64,14 @@ attest_casefile_output attest_casefile_output_of(const attest_tensor *t);
 attest_status attest_casefile_save(const char *path, const char *group, const attest_case *c,
                                    const attest_casefile_extras *extras) ATTEST_MUST_CHECK;
 
+/* The most memory a loaded case may take, summed over its tensors as the file declares them
+ * (a few MB of gzip can declare gigabytes). Default: $ATTEST_MAX_CASE_MB MiB when set, else
+ * ATTEST_CASEFILE_DEFAULT_MAX_MB; the CLI's --max-case-mb sets it. A case over it is refused
+ * with ATTEST_ERR_FORMAT naming both sizes. 0 restores the default. */
+#define ATTEST_CASEFILE_DEFAULT_MAX_MB 4096u
+void attest_casefile_set_max_bytes(unsigned long long bytes);
+unsigned long long attest_casefile_max_bytes(void);
+
 /* Reads the case at the root (group NULL, "" or "/") or in `group` into *out: validates every
  * attribute and dataset (dtype class and size, rank, shape against the parameters, required vs
  * optional, documented defaults), places the tensors on the heap (truth tensors too when the file
