@@ -48,13 +48,18 @@ int child_probe_write_all(int fd, const void *buf, size_t n)
 attest_status child_probe_spawn(const char *path, const char *doing, child_probe_fn fn,
                                 void *arg, child_probe *p)
 {
+    return child_probe_spawn_within(path, doing, fn, arg, child_probe_seconds(), p);
+}
+
+attest_status child_probe_spawn_within(const char *path, const char *doing, child_probe_fn fn,
+                                       void *arg, unsigned seconds, child_probe *p)
+{
     memset(p, 0, sizeof *p);
     p->fd = -1;
     int fds[2];
     if (pipe(fds) != 0)
         return attest_fail(ATTEST_ERR_IO, "%s: cannot create a pipe: %s", path, strerror(errno));
     fflush(NULL); /* nothing buffered may be written twice */
-    const unsigned seconds = child_probe_seconds();
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;

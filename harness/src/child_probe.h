@@ -37,6 +37,11 @@ unsigned child_probe_seconds(void);
 attest_status child_probe_spawn(const char *path, const char *doing, child_probe_fn fn,
                                 void *arg, child_probe *p) ATTEST_MUST_CHECK;
 
+/* The same with an explicit deadline in seconds (0: none). */
+attest_status child_probe_spawn_within(const char *path, const char *doing, child_probe_fn fn,
+                                       void *arg, unsigned seconds, child_probe *p)
+    ATTEST_MUST_CHECK;
+
 /* Reads up to n bytes before the deadline; returns how many arrived (short at end of file, on
  * an error or past the deadline, which sets p->timed_out). */
 size_t child_probe_read(child_probe *p, void *buf, size_t n);

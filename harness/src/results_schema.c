@@ -293,6 +293,9 @@ void attest_results_h5_detail(char *buf, size_t cap)
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, take_first, &w);
     H5Eclear2(H5E_DEFAULT);
     if (!buf[0]) snprintf(buf, cap, "HDF5 error");
+    /* HDF5's descriptions may hold newlines (and the OS's error text): one line, always. */
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f) *p = ' ';
 }
 
 attest_status attest_results_h5_fail(attest_status st, const char *path, const char *what)

@@ -27,11 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "attest/casefile.h"
 #include "attest/files.h"
+#include "child_probe.h"
 #include "results_internal.h"
 
 typedef struct signature_count {
@@ -464,6 +466,50 @@ void attest_results_set_device(attest_results_writer *w, const char *description
 
 /* --- closing ------------------------------------------------------------------------------- */
 
+/* The final file is built in a child process: HDF5 1.10 crashes in its own error paths when a
+ * write fails inside H5Ocopy (a full disk while the repros are copied), and the live file, closed
+ * and whole by then, must outlive that. On any failure the live layout stays and says why. */
+typedef struct final_report {
+    int32_t status;
+    char message[512];
+} final_report;
+
+static int final_child(int fd, void *arg)
+{
+    final_report r;
+    memset(&r, 0, sizeof r);
+    r.status = (int32_t)attest_results_build_final(arg);
+    snprintf(r.message, sizeof r.message, "%s", r.status ? attest_last_error() : "");
+    return child_probe_write_all(fd, &r, sizeof r) == 0 ? 0 : 1;
+}
+
+static attest_status build_final_in_child(const attest_results_final_spec *spec)
+{
+    child_probe p;
+    ATTEST_FORWARD(child_probe_spawn_within(spec->path, "build the final file", final_child,
+                                            (void *)spec, 0, &p));
+    final_report r;
+    const pid_t child = p.pid;
+    size_t got = child_probe_read(&p, &r, sizeof r);
+    int wstatus = child_probe_finish(&p);
+    /* What a crashed child was writing (build_final names it by its own pid). */
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.final%ld", spec->path, (long)child);
+    (void)unlink(tmp);
+    if (got == sizeof r && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+        r.message[sizeof r.message - 1] = '\0';
+        if (r.status == ATTEST_OK) return ATTEST_OK;
+        if (r.status < 0 || r.status >= ATTEST_STATUS_COUNT_) r.status = ATTEST_ERR_INTERNAL;
+        return attest_fail((attest_status)r.status, "%s", r.message);
+    }
+    char end[96];
+    return attest_fail(ATTEST_ERR_IO,
+                       "%s: building the final file %s (disk full?); the file keeps every row "
+                       "in its live layout (%s%s)",
+                       spec->path, child_probe_end(&p, wstatus, end, sizeof end), spec->path,
+                       ATTEST_RESULTS_ROWS_SUFFIX);
+}
+
 attest_status attest_results_close(attest_results_writer *w, attest_results_end end)
 {
     if (!w) return ATTEST_OK;
@@ -494,7 +540,7 @@ attest_status attest_results_close(attest_results_writer *w, attest_results_end 
             .chunk_rows = w->opt.chunk_rows,
             .fsync = w->opt.fsync,
         };
-        st = attest_results_build_final(&spec);
+        st = build_final_in_child(&spec);
     }
     attest_results_quiet_end(&q);
     writer_free(w);

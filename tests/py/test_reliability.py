@@ -239,6 +239,24 @@ def finding_7_plugins(hazards, tmp):
     one_line_error(rc, out, err, "a truncated plugin")
 
 
+def finding_9_disk_full(tmp):
+    """A full disk (RLIMIT_FSIZE: writes past 300 kB fail with EFBIG) is one error line and a
+    readable file, never a crash in HDF5's clean-up."""
+    import resource
+
+    def small_disk():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300000, 300000))
+    out = os.path.join(tmp, "full.h5")
+    p = subprocess.run([CLI, "run", "--candidate", "mutant-mla-scale-off-by-one", "--cases", "40",
+                        "--out", out], capture_output=True, text=True, preexec_fn=small_disk,
+                       env={**os.environ, "CI": "1"}, timeout=300)
+    one_line_error(p.returncode, p.stdout, p.stderr, "a full disk while repros are written")
+    rc, o, err = run_to(60, "show", out)
+    m = re.search(r"attest: (\d+) cases", o)
+    check(rc == 1 and m and int(m.group(1)) > 0, f"show after a full disk: exit {rc} {err}")
+
+
 def finding_10_special_files(tmp):
     fifo = os.path.join(tmp, "policy.fifo")
     os.mkfifo(fifo)
@@ -349,7 +367,8 @@ def main():
     sections = [(finding_1_outputs, (tmp,)), (finding_2_lock, (tmp,)),
                 (finding_3_truncated, (tmp,)), (finding_4_external, (tmp,)),
                 (finding_5_nothing_judged, (tmp, hostile)), (finding_6_control_page, (hostile,)),
-                (finding_7_plugins, (hazards, tmp)), (finding_10_special_files, (tmp,)),
+                (finding_7_plugins, (hazards, tmp)), (finding_9_disk_full, (tmp,)),
+                (finding_10_special_files, (tmp,)),
                 (finding_11_setsid, (hostile, tmp)), (finding_13_messages, (tmp, hostile)),
                 (finding_14_memory_cap, (tmp,))]
     for fn, args in sections:
