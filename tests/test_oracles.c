@@ -27,7 +27,11 @@
 
 #include "attest/case.h"
 #include "attest/casefile.h"
+#include "attest/compare.h"
+#include "attest/numerics.h"
+#include "attest/policy.h"
 #include "attest/reference.h"
+#include "attest/runner.h"
 
 #define LSE_RTOL 5e-7
 #define OUT_CANCEL 1e-5
@@ -81,6 +85,63 @@ static double bf16_step(double x)
 
 /* ---- mla-decode ----------------------------------------------------------------------------- */
 
+/* The oracle's own float32/bf16 outputs judged as a candidate under the default policy, with
+ * the computed bounds (docs/policy.md): a correct float32 evaluation by another implementation
+ * must pass. `values` are the stored outputs (exact in `dtype`); returns the worst ratio. */
+static double judge_oracle_output(const attest_case *c, int k, const char *name,
+                                  const double *values, size_t n, attest_dtype dtype)
+{
+    attest_policy *pol = NULL;
+    assert_int_equal(attest_policy_default(&pol), ATTEST_OK);
+    attest_bound_model models[2];
+    double *refs[2] = {NULL, NULL}, *bounds[2] = {NULL, NULL};
+    int nout = 0;
+    for (size_t i = 0; i < c->num_tensors; i++) {
+        const attest_tensor *t = &c->tensors[i];
+        if (t->role != ATTEST_ROLE_OUTPUT) continue;
+        attest_tolerance tol;
+        assert_int_equal(attest_policy_lookup(pol, c->kernel, t->name, &tol), ATTEST_OK);
+        models[nout] = tol.model;
+        refs[nout] = malloc(attest_tensor_count(t) * sizeof(double));
+        bounds[nout] = malloc(attest_tensor_count(t) * sizeof(double));
+        assert_true(refs[nout] && bounds[nout]);
+        nout++;
+    }
+    assert_int_equal(attest_ref_bounds(c, models, refs, bounds), ATTEST_OK);
+    attest_tolerance tol;
+    assert_int_equal(attest_policy_lookup(pol, c->kernel, name, &tol), ATTEST_OK);
+    void *cand = malloc(n * 4 + 4);
+    assert_non_null(cand);
+    for (size_t i = 0; i < n; i++) {
+        if (dtype == ATTEST_DTYPE_BF16)
+            ((uint16_t *)cand)[i] = attest_bf16_encode_f64(values[i]);
+        else
+            ((float *)cand)[i] = (float)values[i];
+    }
+    const attest_tensor *t = attest_case_tensor_const(c, name);
+    assert_non_null(t);
+    attest_tensor_metrics m;
+    memset(&m, 0, sizeof m);
+    /* Logits past a row's length follow the fixture's -inf masking, as the reference does. */
+    assert_int_equal(attest_compare_tensor_bounded(refs[k], bounds[k], cand, dtype, n, t->shape,
+                                                   t->rank, NULL,
+                                                   dtype == ATTEST_DTYPE_BF16 ? ATTEST_POISON_BF16
+                                                                              : ATTEST_POISON_F32,
+                                                   &tol, &m),
+                     ATTEST_OK);
+    if (m.failed_gates) {
+        char g[96];
+        attest_gate_mask_string(m.failed_gates, g, sizeof g);
+        fail_msg("oracle %s as a candidate fails %s (worst ratio %.3g)", name, g, m.worst_ratio);
+    }
+    for (int i = 0; i < nout; i++) {
+        free(refs[i]);
+        free(bounds[i]);
+    }
+    free(cand);
+    return m.worst_ratio;
+}
+
 static void check_mla_group(const char *path, const char *group)
 {
     attest_case c;
@@ -125,6 +186,10 @@ static void check_mla_group(const char *path, const char *group)
            group, lse_rel, out_steps, out_max > 0 ? out_excess / out_max : 0.0, inf_rows,
            bad ? "MISMATCH" : "agrees");
     if (bad) fail_msg("%s: %zu elements outside the oracle agreement", group, bad);
+    const double r_out = judge_oracle_output(&c, 0, "out_bf16", eout, n_out, ATTEST_DTYPE_BF16);
+    const double r_lse = judge_oracle_output(&c, 1, "lse", exp_lse, n_lse, ATTEST_DTYPE_F32);
+    printf("oracle %-22s as a candidate (default policy): pass, worst error/tolerance out %.3f, "
+           "lse %.3f\n", group, r_out, r_lse);
     free(out);
     free(lse);
     free(eout);
@@ -238,6 +303,9 @@ static void check_indexer_group(const char *path, const char *group)
            group, dk, dr, diffs, bad_topk, bad + bad_topk ? "MISMATCH" : "agrees");
     if (bad + bad_topk) fail_msg("%s: %zu logits, %zu top-k outside the oracle agreement", group,
                                  bad, bad_topk);
+    const double r_log = judge_oracle_output(&c, 0, "logits", exp_, n, ATTEST_DTYPE_F32);
+    printf("oracle %-22s as a candidate (default policy): pass, worst error/tolerance %.3f\n",
+           group, r_log);
     free(kern);
     free(readme);
     free(exp_);
