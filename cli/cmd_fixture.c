@@ -15,6 +15,7 @@
 #include "attest/reference.h"
 #include "attest/build_info.h"
 #include "attest/casefile.h"
+#include "attest/conventions.h"
 #include "attest/registry.h"
 #include "attest/files.h"
 #include "commands.h"
@@ -180,10 +181,7 @@ static attest_status make_expected(expected_src *src, attest_case *c, const char
         }
         return ATTEST_OK;
     }
-    if (c->kernel == ATTEST_KERNEL_INDEXER)
-        c->params.indexer.masking = src->cand->conventions.masking;
-    else
-        c->params.mla.lse_convention = src->cand->conventions.lse_convention;
+    attest_conventions_apply(&src->cand->conventions, c);
     attest_case_record rec;
     attest_case_outputs kept;
     ATTEST_FORWARD(attest_runner_judge(src->runner, c, &rec, &kept));

@@ -43,8 +43,8 @@ static void test_validate(void **state)
     assert_int_equal(attest_candidate_validate(&valid), ATTEST_OK);
     assert_int_equal(attest_candidate_validate(NULL), ATTEST_ERR_INVALID_ARGUMENT);
     attest_candidate c = valid;
-    c.abi_version = 2;
-    expect_invalid(&c, "ABI version 2");
+    c.abi_version = ATTEST_CANDIDATE_ABI_VERSION + 1;
+    expect_invalid(&c, "ABI version 3");
     c = valid;
     c.struct_size = 16;
     expect_invalid(&c, "struct_size 16");
@@ -77,7 +77,7 @@ static void test_plugin_good(void **state)
     memset(&cs, 0, sizeof cs);
     cs.kernel = ATTEST_KERNEL_INDEXER;
     cs.params.indexer = (attest_indexer_params){1, 1, 1, 128, 1, 1, 8, ATTEST_MASK_NEG_INF, 0,
-                                                ATTEST_TOPK_BY_SCORE};
+                                                ATTEST_TOPK_BY_SCORE, ATTEST_RELU_NAN_TO_ZERO};
     assert_int_equal(attest_case_define_tensors(&cs, 0), ATTEST_OK);
     assert_int_equal(attest_case_alloc_heap(&cs), ATTEST_OK);
     attest_kernel_args args;
@@ -122,7 +122,7 @@ static void test_plugin_errors(void **state)
     expect_load_error(ATTEST_TEST_PLUGIN_PATH ":no-such", ATTEST_ERR_NOT_FOUND,
                       "has no candidate 'no-such' (it has: fixture-good, fixture-old-abi)");
     expect_load_error(ATTEST_TEST_PLUGIN_PATH ":fixture-old-abi", ATTEST_ERR_FORMAT,
-                      "ABI version 99");
+                      "ABI version 100");
     expect_load_error("/no/such/dir/libx.so:x", ATTEST_ERR_NOT_FOUND, "cannot be loaded");
     expect_load_error("libc.so.6:x", ATTEST_ERR_FORMAT, "does not export attest_plugin_candidates");
     expect_load_error(ATTEST_TEST_PLUGIN_PATH, ATTEST_ERR_INVALID_ARGUMENT, "path/libfoo.so:NAME");

@@ -59,6 +59,34 @@ const char *attest_lse_convention_name(attest_lse_convention c)
     return "unknown";
 }
 
+const char *attest_relu_nan_name(attest_relu_nan r)
+{
+    switch (r) {
+    case ATTEST_RELU_NAN_TO_ZERO: return "to_zero";
+    case ATTEST_RELU_NAN_PROPAGATES: return "propagates";
+    }
+    return "unknown";
+}
+
+const char *attest_lonely_lse_name(attest_lonely_lse l)
+{
+    switch (l) {
+    case ATTEST_LONELY_LSE_POS_INF: return "+inf";
+    case ATTEST_LONELY_LSE_NEG_INF: return "-inf";
+    case ATTEST_LONELY_LSE_SINK: return "sink";
+    }
+    return "unknown";
+}
+
+const char *attest_invalid_index_name(attest_invalid_index i)
+{
+    switch (i) {
+    case ATTEST_INVALID_SKIP: return "skip";
+    case ATTEST_INVALID_ENDS_LIST: return "ends_list";
+    }
+    return "unknown";
+}
+
 size_t attest_dtype_size(attest_dtype dtype)
 {
     switch (dtype) {

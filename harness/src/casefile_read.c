@@ -143,6 +143,9 @@ static attest_status get_enum(const reader *r, const char *name, int def, int n,
 
 static const char *masking_name(int i) { return attest_masking_name((attest_masking)i); }
 static const char *lse_name(int i) { return attest_lse_convention_name((attest_lse_convention)i); }
+static const char *relu_nan_name(int i) { return attest_relu_nan_name((attest_relu_nan)i); }
+static const char *lonely_name(int i) { return attest_lonely_lse_name((attest_lonely_lse)i); }
+static const char *invalid_name(int i) { return attest_invalid_index_name((attest_invalid_index)i); }
 static const char *rule_name(int i) { return attest_cf_topk_rule_name((attest_topk_rule)i); }
 
 /* Reads a fixed attribute that, when present, must hold one value. */
@@ -197,6 +200,10 @@ static attest_status read_indexer_params(const reader *r, attest_indexer_params 
     ATTEST_FORWARD(get_enum(r, "masking", ATTEST_MASK_NEG_INF, 3, masking_name,
                             "-inf, 0.0 or unspecified", &v));
     p->masking = (attest_masking)v;
+    /* Files written before the convention existed hold outputs of the default (to_zero). */
+    ATTEST_FORWARD(get_enum(r, "relu_nan", ATTEST_RELU_NAN_TO_ZERO, 2, relu_nan_name,
+                            "to_zero or propagates", &v));
+    p->relu_nan = (attest_relu_nan)v;
     ATTEST_FORWARD(get_i32(r, "topk", 0, 0, &p->topk));
     ATTEST_FORWARD(get_enum(r, "topk_rule", ATTEST_TOPK_BY_SCORE, 2, rule_name,
                             "by_score or short_identity", &v));
@@ -267,6 +274,12 @@ static attest_status read_mla_params(const reader *r, attest_mla_params *p, int 
     ATTEST_FORWARD(get_enum(r, "lse_convention", ATTEST_LSE_EXCLUDES_SINK, 2, lse_name,
                             "excludes_sink or includes_sink", &v));
     p->lse_convention = (attest_lse_convention)v;
+    ATTEST_FORWARD(get_enum(r, "lonely_lse", ATTEST_LONELY_LSE_POS_INF, 3, lonely_name,
+                            "+inf, -inf or sink", &v));
+    p->lonely_lse = (attest_lonely_lse)v;
+    ATTEST_FORWARD(get_enum(r, "minus_one", ATTEST_INVALID_SKIP, 2, invalid_name,
+                            "skip or ends_list", &v));
+    p->invalid_index = (attest_invalid_index)v;
     ATTEST_FORWARD(get_flag(r, "has_topk_length", "topk_length", &p->has_topk_length));
     ATTEST_FORWARD(get_flag(r, "has_sink", "attn_sink", &p->has_sink));
     ATTEST_FORWARD(get_flag(r, "has_extra", "extra_cache_bytes", &p->has_extra));

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "attest/casefile_h5.h"
+#include "attest/conventions.h"
 #include "casefile_internal.h"
 
 const char *attest_cf_topk_rule_name(attest_topk_rule r)
@@ -53,6 +54,9 @@ static void w_double(attr_writer *w, const char *name, double v)
 
 static attest_status write_params(attr_writer *w, const attest_case *c)
 {
+    const attest_conventions conv = attest_conventions_of_case(c);
+    if (attest_conventions_validate(&conv) != ATTEST_OK)
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%sa convention is out of range", w->where);
     if (c->kernel == ATTEST_KERNEL_INDEXER) {
         const attest_indexer_params *p = &c->params.indexer;
         const char *masking = attest_masking_name(p->masking);
@@ -71,6 +75,7 @@ static attest_status write_params(attr_writer *w, const attest_case *c)
         w_int(w, "max_len", p->max_len);
         w_int(w, "blocks_per_req", p->blocks_per_req);
         w_str(w, "masking", masking);
+        w_str(w, "relu_nan", attest_relu_nan_name(p->relu_nan));
         w_int(w, "topk", p->topk);
         w_str(w, "topk_rule", rule);
         return w->st;
@@ -93,6 +98,8 @@ static attest_status write_params(attr_writer *w, const attest_case *c)
     w_int(w, "topk", p->topk);
     w_double(w, "sm_scale", (double)p->sm_scale);
     w_str(w, "lse_convention", lse);
+    w_str(w, "lonely_lse", attest_lonely_lse_name(p->lonely_lse));
+    w_str(w, "minus_one", attest_invalid_index_name(p->invalid_index));
     w_int(w, "has_topk_length", p->has_topk_length != 0);
     w_int(w, "has_sink", p->has_sink != 0);
     w_int(w, "has_extra", p->has_extra != 0);

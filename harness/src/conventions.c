@@ -15,8 +15,12 @@ typedef struct convention_row {
 
 static const convention_row rows[] = {
     {"masking", ATTEST_KERNEL_INDEXER, FIELD(masking), {"-inf", "0.0", "unspecified", NULL}},
+    {"relu_nan", ATTEST_KERNEL_INDEXER, FIELD(relu_nan), {"to_zero", "propagates", NULL, NULL}},
     {"lse", ATTEST_KERNEL_MLA_DECODE, FIELD(lse_convention),
      {"excludes_sink", "includes_sink", NULL, NULL}},
+    {"lonely_lse", ATTEST_KERNEL_MLA_DECODE, FIELD(lonely_lse), {"+inf", "-inf", "sink", NULL}},
+    {"minus_one", ATTEST_KERNEL_MLA_DECODE, FIELD(invalid_index),
+     {"skip", "ends_list", NULL, NULL}},
 };
 
 #define NUM_ROWS (sizeof rows / sizeof rows[0])
@@ -106,8 +110,11 @@ void attest_conventions_apply(const attest_conventions *c, attest_case *cc)
 {
     if (cc->kernel == ATTEST_KERNEL_INDEXER) {
         cc->params.indexer.masking = c->masking;
+        cc->params.indexer.relu_nan = c->relu_nan;
     } else {
         cc->params.mla.lse_convention = c->lse_convention;
+        cc->params.mla.lonely_lse = c->lonely_lse;
+        cc->params.mla.invalid_index = c->invalid_index;
     }
 }
 
@@ -116,8 +123,11 @@ attest_conventions attest_conventions_of_case(const attest_case *c)
     attest_conventions k = attest_conventions_default();
     if (c->kernel == ATTEST_KERNEL_INDEXER) {
         k.masking = c->params.indexer.masking;
+        k.relu_nan = c->params.indexer.relu_nan;
     } else {
         k.lse_convention = c->params.mla.lse_convention;
+        k.lonely_lse = c->params.mla.lonely_lse;
+        k.invalid_index = c->params.mla.invalid_index;
     }
     return k;
 }

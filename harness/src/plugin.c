@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "attest/candidate.h"
+#include "attest/conventions.h"
 #include "attest/runner.h"
 #include "attest/files.h"
 #include "child_probe.h"
@@ -34,12 +35,11 @@ attest_status attest_candidate_validate(const attest_candidate *cand)
     ATTEST_RETURN_IF(cand->domain != ATTEST_DOMAIN_HOST && cand->domain != ATTEST_DOMAIN_DEVICE,
                      ATTEST_ERR_FORMAT, "candidate '%s': unknown memory domain %d", cand->name,
                      (int)cand->domain);
-    ATTEST_RETURN_IF((unsigned)cand->conventions.masking > ATTEST_MASK_UNSPECIFIED,
-                     ATTEST_ERR_FORMAT, "candidate '%s': unknown masking convention %d",
-                     cand->name, (int)cand->conventions.masking);
-    ATTEST_RETURN_IF((unsigned)cand->conventions.lse_convention > ATTEST_LSE_INCLUDES_SINK,
-                     ATTEST_ERR_FORMAT, "candidate '%s': unknown lse convention %d", cand->name,
-                     (int)cand->conventions.lse_convention);
+    if (attest_conventions_validate(&cand->conventions) != ATTEST_OK) {
+        char why[128]; /* attest_fail must not format its own buffer */
+        snprintf(why, sizeof why, "%s", attest_last_error());
+        return attest_fail(ATTEST_ERR_FORMAT, "candidate '%s': %s", cand->name, why);
+    }
     ATTEST_RETURN_IF(cand->run == NULL, ATTEST_ERR_FORMAT, "candidate '%s' has no run function",
                      cand->name);
     return ATTEST_OK;

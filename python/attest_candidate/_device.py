@@ -5,6 +5,8 @@ output element the kernel never wrote still holds poison, a write past a tensor 
 canary, and a write into an input (a page table clamped in place) changes the input attest
 checksums: each is judged by attest exactly as for a host candidate. Caches stay one flat uint8
 tensor with their padded page strides: the kernel reads the production bytes."""
+import os
+
 import torch
 
 TORCH_DTYPES = {"uint8": torch.uint8, "int32": torch.int32, "float32": torch.float32,
@@ -13,9 +15,12 @@ TORCH_DTYPES = {"uint8": torch.uint8, "int32": torch.int32, "float32": torch.flo
 
 class DeviceViews:
     def __init__(self):
-        if not torch.cuda.is_available():
+        # ATTEST_CANDIDATE_TORCH_DEVICE=cpu stages through CPU tensors instead: the same copies
+        # and views, for trying a torch candidate (or Triton's interpreter) without a GPU.
+        self.device = os.environ.get("ATTEST_CANDIDATE_TORCH_DEVICE", "cuda")
+        if self.device == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("torch.cuda.is_available() is False")
-        self.dev = torch.empty(0, dtype=torch.uint8, device="cuda")
+        self.dev = torch.empty(0, dtype=torch.uint8, device=self.device)
         self.cache_key = None
         self.views = None
         self.host_key = None
@@ -33,7 +38,7 @@ class DeviceViews:
         size = msg["size"]
         host_t = self._host_tensor(host, msg)
         if self.dev.numel() < size:
-            self.dev = torch.empty(size, dtype=torch.uint8, device="cuda")
+            self.dev = torch.empty(size, dtype=torch.uint8, device=self.device)
             self.cache_key = None
         if table.key != self.cache_key:
             views = {}
@@ -46,5 +51,6 @@ class DeviceViews:
         given = dict(self.views)
         returned = fn(given, p)
         take_outputs(table, self.views, given, returned)
-        torch.cuda.synchronize()
+        if self.device == "cuda":
+            torch.cuda.synchronize()  # a fault in queued work surfaces here, as an exception
         host_t.copy_(self.dev[:size])

@@ -27,7 +27,8 @@ def row_lengths(p, context_lens):
     return np.clip(L - n + j + 1, 0, np.minimum(L, p.max_len))
 
 
-def compute(t, p, scale_shift=0):
+def compute(t, p, scale_shift=0, relu=np.fmax):
+    """relu=np.maximum keeps a NaN dot (torch.relu's order): declare relu_nan=propagates."""
     cache, table = t["cache_bytes"], t["block_table"]
     q, w, out = t["q_fp8"], t["weights"], t["logits"]
     n = p.next_n
@@ -45,7 +46,7 @@ def compute(t, p, scale_shift=0):
         scales = np.roll(scales.reshape(-1), -scale_shift)[:longest]
         qf = E4M3FN[q[req]]                                     # [n, heads, 128]
         dots = np.einsum("jhd,td->jht", qf, keys)               # float32
-        logits = (np.fmax(dots, np.float32(0)) * w[rows][:, :, None]).sum(axis=1) * scales
+        logits = (relu(dots, np.float32(0)) * w[rows][:, :, None]).sum(axis=1) * scales
         for j in range(n):
             out[req * n + j, :lens[req * n + j]] = logits[j, :lens[req * n + j]]
 

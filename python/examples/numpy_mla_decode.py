@@ -34,12 +34,18 @@ def dequant(cache, layout, page_size, stride, idx):
     return np.concatenate([nope, rope], axis=1).astype(np.float32)
 
 
-def valid_slots(indices, length):
+def valid_slots(indices, length, ends_list=False):
+    """Indices of the slots that count: below length and not -1 (with ends_list, only those
+    before the first -1: declare minus_one=ends_list)."""
+    if ends_list:
+        holes = np.flatnonzero(indices[:length] == -1)
+        length = holes[0] if holes.size else length
     slots = np.arange(indices.shape[0])
     return indices[(slots < length) & (indices != -1)].astype(np.int64)
 
 
-def compute(t, p, log2_lse=False):
+def compute(t, p, log2_lse=False, lonely_lse=np.inf, ends_list=False):
+    """lonely_lse: the LSE of a query with no valid slot (declare lonely_lse to match)."""
     q = bf16_to_f32(t["q_bf16"])                 # [b, s_q, h, d_qk]
     out, lse = t["out_bf16"], t["lse"]
     sink = t["attn_sink"] if p.has_sink else None
@@ -50,15 +56,15 @@ def compute(t, p, log2_lse=False):
                        if p.has_extra_topk_length else p.extra_topk)
         for s in range(p.s_q):
             keys = [dequant(t["cache_bytes"], p.layout, p.page_size, p.page_stride,
-                            valid_slots(t["indices"][b, s], n_main))]
+                            valid_slots(t["indices"][b, s], n_main, ends_list))]
             if p.has_extra:
                 keys.append(dequant(t["extra_cache_bytes"], p.layout, p.extra_page_size,
                                     p.extra_page_stride,
-                                    valid_slots(t["extra_indices"][b, s], n_extra)))
+                                    valid_slots(t["extra_indices"][b, s], n_extra, ends_list)))
             k = np.concatenate(keys, axis=0)
             if k.shape[0] == 0:
                 out[b, s] = 0
-                lse[b, s] = np.inf
+                lse[b, s] = lonely_lse
                 continue
             scores = np.float32(p.sm_scale) * (q[b, s] @ k.T)     # [h, n]
             m = scores.max(axis=1, keepdims=True)

@@ -139,7 +139,10 @@ static attest_status mla_gather(const mla_inputs *in, const mla_scope *s, int32_
     const int32_t *row = s->indices + ((size_t)b * (size_t)p->s_q + (size_t)sq) * (size_t)s->topk;
     for (int64_t k = 0; k < limit; k++) {
         int32_t idx = row[k];
-        if (idx == -1) continue; /* only exactly -1 is invalid */
+        if (idx == -1) { /* only exactly -1 is invalid */
+            if (p->invalid_index == ATTEST_INVALID_ENDS_LIST) break;
+            continue;
+        }
         ATTEST_RETURN_IF(idx < -1 || idx >= s->num_tokens, ATTEST_ERR_INVALID_ARGUMENT,
                          "mla reference: %s[%d][%d][%lld] = %d outside [-1, %lld)", s->name, b,
                          sq, (long long)k, idx, (long long)s->num_tokens);
@@ -303,8 +306,13 @@ static void mla_head(const mla_inputs *in, const double *q, const double *keys, 
     const int32_t dqk = p->d_qk, dv = p->d_v;
     for (int32_t d = 0; d < dv; d++) out[d] = 0.0;
     if (n == 0) {
-        /* FlashMLA's lonely query: no valid key, out = 0 and lse = +inf, sink or not. */
-        *lse = INFINITY;
+        /* A lonely query: no valid key, out = 0; its LSE is the declared convention's. */
+        switch (p->lonely_lse) {
+        case ATTEST_LONELY_LSE_NEG_INF: *lse = -INFINITY; break;
+        case ATTEST_LONELY_LSE_SINK: *lse = in->sink ? (double)in->sink[h] : -INFINITY; break;
+        case ATTEST_LONELY_LSE_POS_INF:
+        default: *lse = INFINITY; break; /* FlashMLA */
+        }
         if (bo != NULL) mla_head_bounds(in, keys, scores, absdots, 0, h, 0, 0, 0, out, *lse, bo);
         return;
     }

@@ -190,6 +190,38 @@ def main():
         rc, out, err = run("replay", res, "--case", m.group(1), "--candidate",
                            f"py:{EX}/numpy_indexer.py:indexer")
         check(rc == 0, f"replay with the correct candidate: exit {rc}\n{out}{err}")
+    # 8. Declared conventions: the reference follows each candidate's declaration. The same
+    # outputs pass when the candidate declares the choice it makes and fail when it does not.
+    conv = f"{SRC}/tests/py/external/conventions.py"
+    for name, cases in (("relu_propagates", 300), ("lonely_declared", 60), ("ends_declared", 60)):
+        rc, out, err = run("run", "--candidate", f"py:{conv}:{name}", "--cases", str(cases),
+                           "--seed", "1")
+        check(rc == 0, f"{name}: exit {rc}\n{out}{err}")
+        rc, out, err = run("run", "--candidate", f"py:{conv}:{name.split('_')[0]}_"
+                           f"{'propagates_' if name.startswith('relu') else ''}undeclared",
+                           "--cases", str(cases), "--seed", "1")
+        check(rc == 1 and verdicts(out).get("MISMATCH", 0) > 0,
+              f"{name} undeclared: exit {rc}, verdicts {verdicts(out)}")
+    rc, out, err = run("list", "--candidate", f"py:{conv}:ends_declared")
+    check("minus_one=ends_list" in out, f"list does not show the declared minus_one:\n{out}")
+    # A fixture made from a candidate's outputs stores the conventions they follow.
+    fx = os.path.join(tmp, "lonely.h5")
+    rc, out, err = run("fixture", "make", fx, "--kernel", "mla-decode", "--cases", "6",
+                       "--seed", "3", "--expected", f"py:{conv}:lonely_declared")
+    check(rc == 0, f"fixture make: exit {rc}\n{err}")
+    try:
+        import h5py
+        with h5py.File(fx) as f:
+            got = {f[g].attrs.get("lonely_lse") for g in f}
+        check(got == {"-inf"}, f"fixture lonely_lse attributes: {got}")
+    except ImportError:
+        pass
+    rc, out, err = run("check", fx, "--candidate", f"py:{conv}:lonely_declared", "--against",
+                       "stored")
+    check(rc == 0, f"check against its own stored outputs: exit {rc}\n{out}")
+    rc, out, err = run("check", fx, "--candidate", "cpu-mla-decode", "--against", "stored")
+    check("lse not compared (fixture lonely_lse -inf, candidate +inf)" in out,
+          f"check with another lonely convention does not say lse was left out:\n{out}")
     return summary("test_external")
 
 

@@ -19,7 +19,8 @@
 extern "C" {
 #endif
 
-#define ATTEST_CANDIDATE_ABI_VERSION 1u
+/* 2: attest_conventions gained relu_nan, lonely_lse and invalid_index. */
+#define ATTEST_CANDIDATE_ABI_VERSION 2u
 
 typedef enum attest_memory_domain {
     ATTEST_DOMAIN_HOST = 0,  /* pointers are host memory */
@@ -62,10 +63,15 @@ typedef struct attest_kernel_args {
 /* Fills typed views that point into a placed case's tensors (host domain). */
 attest_status attest_case_args(attest_case *c, attest_kernel_args *args) ATTEST_MUST_CHECK;
 
-/* Conventions a candidate declares; the reference follows them when judging it. */
+/* Conventions a candidate declares; the reference and the comparator follow them when judging
+ * it (attest/conventions.h names them; docs/conventions.md says which public kernel makes each
+ * choice). Zero is the default of every field. */
 typedef struct attest_conventions {
     attest_masking masking;               /* indexer: what it writes past a row's length */
     attest_lse_convention lse_convention; /* mla-decode with a sink */
+    attest_relu_nan relu_nan;             /* indexer: what relu makes of a NaN dot */
+    attest_lonely_lse lonely_lse;         /* mla-decode: LSE of a query with no valid index */
+    attest_invalid_index invalid_index;   /* mla-decode: what a -1 index means */
 } attest_conventions;
 
 typedef struct attest_candidate {

@@ -58,6 +58,26 @@ typedef enum attest_lse_convention {
     ATTEST_LSE_INCLUDES_SINK = 1  /* sglang SM120 Triton: logaddexp(lse, sink) */
 } attest_lse_convention;
 
+/* What the indexer's relu does with a NaN dot product (a NaN fp8 byte in a key that is used). */
+typedef enum attest_relu_nan {
+    ATTEST_RELU_NAN_TO_ZERO = 0,   /* fmax(dot, 0): the NaN counts as 0 (DeepGEMM) */
+    ATTEST_RELU_NAN_PROPAGATES = 1 /* relu(NaN) = NaN reaches the logit (torch.relu) */
+} attest_relu_nan;
+
+/* The LSE a decode kernel returns for a query with no valid index in any scope (its output is 0
+ * under every convention). */
+typedef enum attest_lonely_lse {
+    ATTEST_LONELY_LSE_POS_INF = 0, /* +inf (FlashMLA) */
+    ATTEST_LONELY_LSE_NEG_INF = 1, /* -inf: the log of an empty sum */
+    ATTEST_LONELY_LSE_SINK = 2     /* logaddexp(-inf, sink) = the head's sink; -inf without one */
+} attest_lonely_lse;
+
+/* How a decode kernel treats an index of -1 (in a slot below topk_length). */
+typedef enum attest_invalid_index {
+    ATTEST_INVALID_SKIP = 0,     /* that slot is skipped; later slots still count (FlashMLA) */
+    ATTEST_INVALID_ENDS_LIST = 1 /* the first -1 ends the list: later slots are ignored */
+} attest_invalid_index;
+
 /* How top-k treats a row with L <= k valid positions. */
 typedef enum attest_topk_rule {
     ATTEST_TOPK_BY_SCORE = 0,      /* the k largest valid logits, -1 padding */
@@ -66,6 +86,9 @@ typedef enum attest_topk_rule {
 
 const char *attest_masking_name(attest_masking m);         /* "-inf", "0.0", "unspecified" */
 const char *attest_lse_convention_name(attest_lse_convention c); /* "excludes_sink", ... */
+const char *attest_relu_nan_name(attest_relu_nan r);               /* "to_zero", "propagates" */
+const char *attest_lonely_lse_name(attest_lonely_lse l);           /* "+inf", "-inf", "sink" */
+const char *attest_invalid_index_name(attest_invalid_index i);     /* "skip", "ends_list" */
 
 #define ATTEST_INDEXER_BLOCK 64u /* positions per c4-indexer block */
 
@@ -80,6 +103,7 @@ typedef struct attest_indexer_params {
     attest_masking masking;  /* what rows hold past their length */
     int32_t topk;            /* k for the top-k gate; 0 disables it */
     attest_topk_rule topk_rule;
+    attest_relu_nan relu_nan; /* what a NaN dot gives (last: older plugins read a prefix) */
 } attest_indexer_params;
 
 typedef struct attest_mla_params {
@@ -98,6 +122,9 @@ typedef struct attest_mla_params {
     int32_t extra_num_pages;
     int32_t extra_topk;
     int32_t has_extra_topk_length;
+    /* Conventions added later stay last: a plugin built before reads a prefix of the struct. */
+    attest_lonely_lse lonely_lse;
+    attest_invalid_index invalid_index;
 } attest_mla_params;
 
 typedef enum attest_dtype {

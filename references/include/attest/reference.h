@@ -64,8 +64,9 @@ attest_status attest_topk_to_physical(const int32_t *block_table, int32_t blocks
  * valid keys of both scopes (index != -1 in slots below topk_length / extra_topk_length, which
  * are clamped to [0, topk]) share one max-subtracted softmax of sm_scale * dot(q, K); V is the
  * first d_v dims of K. A sink scales out by 1 / (1 + exp(sink - lse)); the LSE follows
- * params.lse_convention. A query with no valid key gives out = 0 and lse = +inf, under either
- * convention. Only selected slots are read, so a NaN elsewhere cannot matter; a NaN in a selected
+ * params.lse_convention. A query with no valid key gives out = 0 and the lse params.lonely_lse
+ * names (+inf by default, as FlashMLA); a -1 index is skipped, or ends the list when
+ * params.invalid_index says so. Only selected slots are read, so a NaN elsewhere cannot matter; a NaN in a selected
  * key propagates. True mode reads kv_true / extra_kv_true rows by physical token index. Returns
  * ATTEST_ERR_INVALID_ARGUMENT naming the element for an index outside [-1, num_pages*P) in a
  * slot that counts, or naming a missing tensor. */
@@ -73,7 +74,8 @@ attest_status attest_ref_mla_decode(const attest_case *c, attest_ref_mode mode, 
                                     double *lse) ATTEST_MUST_CHECK;
 
 /* Computes every output tensor of the case, in tensor-table order, into outputs[i] (each sized
- * by attest_tensor_count of the i-th output tensor). Simulated mode, kernel order. */
+ * by attest_tensor_count of the i-th output tensor). The indexer's order follows
+ * params.indexer.relu_nan (to_zero: kernel order; propagates: README order). */
 attest_status attest_ref_compute(const attest_case *c, attest_ref_mode mode, double **outputs)
     ATTEST_MUST_CHECK;
 
