@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "attest/clock.h"
 #include "attest/ci_report.h"
 #include "attest/reference.h"
 #include "attest/files.h"
@@ -155,13 +156,6 @@ static int parse(int argc, char **argv, check_args *a)
     return -1;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig)
@@ -289,12 +283,12 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
             if (e->output_index[j] >= kept.num_outputs || !kept.candidate[e->output_index[j]])
                 outputs_present = 0;
         if (outputs_present) {
-            const double t0 = now_seconds();
+            const double t0 = attest_monotonic_seconds();
             uint32_t gates = 0;
             memset(stored.outputs, 0, sizeof stored.outputs);
             st = check_compare_stored(c, e, kept.candidate, kept.bound, &cand->conventions, r->policy,
                                       stored.outputs, &gates, notes, sizeof notes);
-            r->compare_s += now_seconds() - t0;
+            r->compare_s += attest_monotonic_seconds() - t0;
             if (st == ATTEST_OK) {
                 have_stored = 1;
                 stored.num_outputs = e->count;
@@ -427,7 +421,7 @@ static attest_status check_file(check_run *r, const char *path, const check_scan
             r->skipped++;
             continue;
         }
-        const double t0 = now_seconds();
+        const double t0 = attest_monotonic_seconds();
         attest_case c;
         check_expected e;
         memset(&e, 0, sizeof e);
@@ -436,7 +430,7 @@ static attest_status check_file(check_run *r, const char *path, const check_scan
             st = check_expected_load(path, grp->name, &c, &e);
             if (st != ATTEST_OK) attest_case_free(&c);
         }
-        r->load_s += now_seconds() - t0;
+        r->load_s += attest_monotonic_seconds() - t0;
         if (st != ATTEST_OK) { /* the child read it; kept for safety */
             ATTEST_FORWARD(unreadable(r, label, attest_last_error()));
             continue;
@@ -553,7 +547,7 @@ int attest_cmd_check(int argc, char **argv)
     r.ropt.policy = r.policy;
     r.ropt.reference = attest_ref_simulated;
 
-    const double start = now_seconds();
+    const double start = attest_monotonic_seconds();
     check_files files;
     if (check_files_collect(a.fixtures, a.num_fixtures, a.out, &files) != ATTEST_OK) {
         attest_policy_free(r.policy);
@@ -571,7 +565,7 @@ int attest_cmd_check(int argc, char **argv)
                     r.cands[ci]->kernel == scans[f].cases[g].kernel)
                     planned += a.against == AGAINST_BOTH && scans[f].cases[g].found ? 2 : 1;
     }
-    r.load_s += now_seconds() - start;
+    r.load_s += attest_monotonic_seconds() - start;
     for (size_t ci = 0; ci < a.num_specs; ci++)
         if ((int)strlen(r.cands[ci]->name) > r.cand_w) r.cand_w = (int)strlen(r.cands[ci]->name);
     for (size_t f = 0; st == ATTEST_OK && f < files.count; f++) {
@@ -614,7 +608,7 @@ int attest_cmd_check(int argc, char **argv)
         else attest_fail(st, "%s", saved);
     }
     if (r.junit) {
-        if (st == ATTEST_OK) st = attest_junit_close(r.junit, now_seconds() - start);
+        if (st == ATTEST_OK) st = attest_junit_close(r.junit, attest_monotonic_seconds() - start);
         else attest_junit_discard(r.junit);
     }
     for (size_t ci = 0; ci < a.num_specs; ci++) attest_runner_destroy(r.runners[ci]);
@@ -627,7 +621,7 @@ int attest_cmd_check(int argc, char **argv)
         attest_policy_free(r.policy);
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
     }
-    const double seconds = now_seconds() - start;
+    const double seconds = attest_monotonic_seconds() - start;
     print_summary(&r, seconds);
     attest_policy_free(r.policy);
     rc = ATTEST_EXIT_OK;

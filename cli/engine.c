@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attest/clock.h"
+#include "attest/shell.h"
 #include "attest/reference.h"
 #include "attest/report.h"
 #include "attest/ci_report.h"
@@ -56,13 +58,6 @@ static void exit_guard(void)
     _exit(2);
 }
 
-#define now_seconds attest_engine_now
-double attest_engine_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 attest_status attest_engine_reference(const attest_case *c, double **outputs)
 {
@@ -78,29 +73,18 @@ attest_engine_options attest_engine_defaults(void)
     return o;
 }
 
-/* Shell-safe: characters outside this set get the argument single-quoted. */
-static int needs_quotes(const char *s)
-{
-    if (*s == '\0') return 1;
-    for (; *s; s++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=+,-@%",
-                    *s))
-            return 1;
-    return 0;
-}
-
 void attest_engine_command_line(int argc, char **argv, char *buf, size_t cap)
 {
     size_t len = 0;
+    if (cap == 0) return;
     buf[0] = '\0';
     for (int i = 0; i < argc && len + 1 < cap; i++) {
-        int q = needs_quotes(argv[i]);
-        int n = snprintf(buf + len, cap - len, "%s%s%s%s", i ? " " : "", q ? "'" : "", argv[i],
-                         q ? "'" : "");
-        if (n < 0) break;
-        len += (size_t)n;
+        if (i) {
+            buf[len++] = ' ';
+            buf[len] = '\0';
+        }
+        attest_shell_append_arg(buf, cap, &len, argv[i]);
     }
-    if (len >= cap) buf[cap - 1] = '\0';
 }
 
 void attest_engine_absolute_spec(const char *spec, char *buf, size_t cap)
@@ -237,7 +221,7 @@ static void print_failure(engine_run *er, const attest_job *job, const attest_ca
 static void update_progress(engine_run *er, int final)
 {
     if (!er->opt->progress) return;
-    double t = now_seconds();
+    double t = attest_monotonic_seconds();
     if (!final && t - er->last_progress < 0.2) return;
     er->last_progress = t;
     attest_report_progress(stderr, er->totals->judged + er->totals->filtered,
@@ -249,12 +233,12 @@ attest_status attest_engine_generate(const attest_job *job, uint64_t index, uint
 {
     memset(c, 0, sizeof *c);
     *skip = 0;
-    double t0 = now_seconds();
+    double t0 = attest_monotonic_seconds();
     attest_status st = attest_generate_case(&job->gen, seed, c);
     if (st != ATTEST_OK)
         return attest_fail(st, "cannot generate case %" PRIu64 " (seed 0x%016" PRIx64 "): %s",
                            index, seed, attest_last_error());
-    *gen_seconds = now_seconds() - t0;
+    *gen_seconds = attest_monotonic_seconds() - t0;
     char params[ATTEST_PARAM_STRING_MAX];
     if (attest_case_param_string(c, params, sizeof params) == ATTEST_OK &&
         !attest_param_string_matches(params, job->filter)) {
@@ -352,7 +336,7 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
     for (size_t j = 0; j < num_jobs; j++)
         totals->planned += jobs[j].use_case_seed ? 1 : jobs[j].cases;
 
-    engine_run er = {.opt = &opt, .log = log, .totals = totals, .start = now_seconds()};
+    engine_run er = {.opt = &opt, .log = log, .totals = totals, .start = attest_monotonic_seconds()};
     attest_status st = ATTEST_OK;
     if (opt.out_path) {
         attest_results_provenance prov;
@@ -387,7 +371,7 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (opt.progress) attest_report_progress_end(stderr);
-    totals->seconds = now_seconds() - er.start;
+    totals->seconds = attest_monotonic_seconds() - er.start;
     active_results = NULL;
     if (er.results) {
         char saved_error[512];

@@ -43,6 +43,5 @@ attest_status attest_engine_generate(const attest_job *job, uint64_t index, uint
 attest_status attest_engine_run_sharded(engine_run *er, const attest_job *jobs, size_t num_jobs)
     ATTEST_MUST_CHECK;
 
-double attest_engine_now(void);
 
 #endif

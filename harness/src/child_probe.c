@@ -1,4 +1,5 @@
 /* Loaders probed in a child with a deadline (child_probe.h). */
+#include "attest/clock.h"
 #include "child_probe.h"
 
 #include <errno.h>
@@ -15,13 +16,6 @@
 
 /* How long a killed child gets to be reaped (it may be stuck in the kernel). */
 #define REAP_AFTER_KILL_S 5.0
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 unsigned child_probe_seconds(void)
 {
@@ -92,7 +86,7 @@ attest_status child_probe_spawn_within(const char *path, const char *doing, chil
     p->fd = fds[0];
     /* The parent waits a little longer than the child's alarm, so a child that honours it is
      * reported as such. */
-    p->deadline = seconds ? now_seconds() + seconds + 1.0 : INFINITY;
+    p->deadline = seconds ? attest_monotonic_seconds() + seconds + 1.0 : INFINITY;
     return ATTEST_OK;
 }
 
@@ -100,7 +94,7 @@ size_t child_probe_read(child_probe *p, void *buf, size_t n)
 {
     size_t got = 0;
     while (got < n && p->fd >= 0) {
-        double left = p->deadline - now_seconds();
+        double left = p->deadline - attest_monotonic_seconds();
         if (left <= 0.0) {
             p->timed_out = 1;
             break;
@@ -132,7 +126,7 @@ int child_probe_finish(child_probe *p)
     int wstatus = 0;
     if (p->pid <= 0) return wstatus;
     if (p->timed_out) kill_child(p);
-    double kill_by = p->timed_out ? now_seconds() : p->deadline;
+    double kill_by = p->timed_out ? attest_monotonic_seconds() : p->deadline;
     int killed = p->timed_out;
     for (;;) {
         pid_t r = waitpid(p->pid, &wstatus, WNOHANG);
@@ -141,7 +135,7 @@ int child_probe_finish(child_probe *p)
             wstatus = 0;
             break;
         }
-        double t = now_seconds();
+        double t = attest_monotonic_seconds();
         if (!killed && t >= kill_by) {
             p->timed_out = 1;
             kill_child(p);

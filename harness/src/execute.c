@@ -5,14 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "attest/clock.h"
 #include "attest/device.h"
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static _Thread_local exec_run_info *current_run;
 
@@ -109,7 +103,7 @@ void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_r
     info.region = host_data;
     info.region_bytes = data_bytes;
     info.check_supports = req->check_supports;
-    if (req->timeout_seconds > 0) info.deadline = now_seconds() + req->timeout_seconds;
+    if (req->timeout_seconds > 0) info.deadline = attest_monotonic_seconds() + req->timeout_seconds;
     info.outcome = EXEC_DONE;
     if (!s->initialized) {
         s->initialized = 1;
@@ -140,12 +134,12 @@ void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_r
         set_result(res, EXEC_UNSUPPORTED, 0, "%s", "the candidate declined the case");
         return;
     }
-    const double t0 = now_seconds();
+    const double t0 = attest_monotonic_seconds();
     current_run = &info;
     const int rc = cand->run(s->ctx, &args);
     current_run = NULL;
     if (info.outcome != EXEC_DONE) {
-        res->run_seconds = now_seconds() - t0;
+        res->run_seconds = attest_monotonic_seconds() - t0;
         set_result(res, info.outcome, rc, "%s", info.message);
         return;
     }
@@ -161,7 +155,7 @@ void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_r
             return;
         }
     }
-    res->run_seconds = now_seconds() - t0;
+    res->run_seconds = attest_monotonic_seconds() - t0;
     res->rc = rc;
     if (rc != 0) {
         res->outcome = EXEC_CANDIDATE_ERROR;

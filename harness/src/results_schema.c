@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attest/compare.h"
+#include "attest/shell.h"
 #include "results_internal.h"
 
 /* The schema maps the record's fields one by one. When record.h or compare.h gains a field, these
@@ -496,33 +497,6 @@ attest_status attest_results_repro_file(const char *results_path, uint64_t case_
     return ATTEST_OK;
 }
 
-/* Appends `arg` to buf at *used, single-quoted for a POSIX shell when it needs to be. */
-static void append_shell_arg(char *buf, size_t cap, size_t *used, const char *arg)
-{
-    int plain = arg[0] != '\0';
-    for (const char *p = arg; *p; p++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=+,-", *p))
-            plain = 0;
-    size_t u = *used;
-    if (plain) {
-        for (const char *p = arg; *p && u + 1 < cap; p++) buf[u++] = *p;
-    } else {
-        if (u + 1 < cap) buf[u++] = '\'';
-        for (const char *p = arg; *p && u + 1 < cap; p++) {
-            if (*p == '\'') {
-                /* close, escaped quote, reopen: 'it'\''s' */
-                const char *esc = "'\\''";
-                for (const char *e = esc; *e && u + 1 < cap; e++) buf[u++] = *e;
-            } else {
-                buf[u++] = *p;
-            }
-        }
-        if (u + 1 < cap) buf[u++] = '\'';
-    }
-    buf[u < cap ? u : cap - 1] = '\0';
-    *used = u;
-}
-
 void attest_results_replay_command(const char *results_path, uint64_t case_id,
                                    const char *candidate, char *buf, size_t cap)
 {
@@ -534,9 +508,9 @@ void attest_results_replay_command(const char *results_path, uint64_t case_id,
     const char *parts[] = {"attest replay ", NULL, " --case ", id, " --candidate ", NULL};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         if (i == 1) {
-            append_shell_arg(buf, cap, &used, results_path ? results_path : "");
+            attest_shell_append_arg(buf, cap, &used, results_path ? results_path : "");
         } else if (i == 5) {
-            append_shell_arg(buf, cap, &used, candidate && candidate[0] ? candidate : "NAME");
+            attest_shell_append_arg(buf, cap, &used, candidate && candidate[0] ? candidate : "NAME");
         } else {
             for (const char *p = parts[i]; *p && used + 1 < cap; p++) buf[used++] = *p;
             buf[used] = '\0';

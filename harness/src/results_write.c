@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attest/clock.h"
 #include "attest/casefile.h"
 #include "attest/files.h"
 #include "child_probe.h"
@@ -65,13 +66,6 @@ struct attest_results_writer {
     int repro_dir_made;
     attest_status sticky;         /* a failed flush makes every later call fail */
 };
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 
 attest_results_options attest_results_defaults(void)
@@ -325,7 +319,7 @@ attest_status attest_results_create(const char *path, const attest_results_prove
         attest_results_quiet_end(&q);
         return st;
     }
-    double t = now_seconds();
+    double t = attest_monotonic_seconds();
     w->created = t;
     w->last_append = t;
     w->first_buffered = t;
@@ -378,7 +372,7 @@ static attest_status remember_repro(attest_results_writer *w, uint64_t case_id)
 
 static attest_status append_row(attest_results_writer *w, const attest_results_row *row)
 {
-    double t = now_seconds();
+    double t = attest_monotonic_seconds();
     if (w->buf_len == 0) w->first_buffered = t;
     w->buf[w->buf_len++] = *row;
     w->appended++;
@@ -534,7 +528,7 @@ attest_status attest_results_close(attest_results_writer *w, attest_results_end 
             .policy_text = w->policy_text,
             .state = end == ATTEST_RESULTS_COMPLETE ? "complete" : "interrupted",
             .end_time = end_time,
-            .duration_s = now_seconds() - w->created,
+            .duration_s = attest_monotonic_seconds() - w->created,
             .repro_ids = w->repro_ids,
             .num_repros = w->num_repros,
             .chunk_rows = w->opt.chunk_rows,

@@ -1,5 +1,6 @@
 /* The runner (runner.h): per case, place in the arena, run `reruns` times with integrity
  * checks, compare with the reference, and decide the verdict. */
+#include "attest/clock.h"
 #include "attest/runner.h"
 
 #include <stdio.h>
@@ -32,13 +33,6 @@ struct attest_runner {
     uint8_t *first[ATTEST_RECORD_MAX_OUTPUTS]; /* outputs of the first run */
     size_t first_cap[ATTEST_RECORD_MAX_OUTPUTS];
 };
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 attest_runner_options attest_runner_defaults(void)
 {
@@ -158,7 +152,7 @@ static int bound_models(const attest_policy *policy, const attest_case *cc, cons
 static void compute_reference(attest_runner *r, const attest_case *cc, const size_t *outs,
                               size_t num_out, attest_case_record *rec, findings *f)
 {
-    const double t0 = now_seconds();
+    const double t0 = attest_monotonic_seconds();
     attest_status st = ATTEST_OK;
     attest_bound_model models[ATTEST_RECORD_MAX_OUTPUTS];
     r->bounded = bound_models(r->policy, cc, outs, num_out, models) > 0;
@@ -169,7 +163,7 @@ static void compute_reference(attest_runner *r, const attest_case *cc, const siz
             st = grow((void **)&r->bound[k], &r->bound_cap[k], n * sizeof(double));
     }
     if (st == ATTEST_OK) st = r->opt.reference(cc, models, r->ref, r->bounded ? r->bound : NULL);
-    rec->ref_seconds = now_seconds() - t0;
+    rec->ref_seconds = attest_monotonic_seconds() - t0;
     f->ref_state = st == ATTEST_OK ? 1 : -1;
     if (st != ATTEST_OK)
         snprintf(f->ref_msg, sizeof f->ref_msg, "reference failed: %s", attest_last_error());
@@ -362,7 +356,7 @@ attest_status attest_runner_judge(attest_runner *r, const attest_case *c,
         if (st != ATTEST_OK) return harness_failure(record, st);
         outs[num_out++] = i;
     }
-    const double t_run = now_seconds();
+    const double t_run = attest_monotonic_seconds();
     int remapped = 0;
     attest_status st = arena_place(&r->arena, &cc, &remapped);
     if (st != ATTEST_OK) return harness_failure(record, st);
@@ -372,20 +366,20 @@ attest_status attest_runner_judge(attest_runner *r, const attest_case *c,
     st = run_all(r, &cc, outs, num_out, record, &f);
     if (st != ATTEST_OK) return harness_failure(record, st);
     /* The reference overlapped the first isolated run; what remains is the run phase. */
-    record->run_seconds = now_seconds() - t_run - record->ref_seconds;
+    record->run_seconds = attest_monotonic_seconds() - t_run - record->ref_seconds;
     if (record->run_seconds < 0) record->run_seconds = 0;
 
     const int judged_outputs = f.first_done;
     if ((judged_outputs || keep) && f.ref_state == 0)
         compute_reference(r, &cc, outs, num_out, record, &f);
     if (judged_outputs && f.ref_state > 0) {
-        const double t0 = now_seconds();
+        const double t0 = attest_monotonic_seconds();
         void *cand[ATTEST_RECORD_MAX_OUTPUTS] = {0};
         for (size_t k = 0; k < num_out; k++) cand[k] = r->first[k];
         double *none[ATTEST_RECORD_MAX_OUTPUTS] = {0};
         st = runner_compare_outputs(&cc, r->policy, r->ref, r->bounded ? r->bound : none, cand,
                                     record, &r->scratch, f.compare_msg, sizeof f.compare_msg);
-        record->compare_seconds = now_seconds() - t0;
+        record->compare_seconds = attest_monotonic_seconds() - t0;
         if (st != ATTEST_OK) return harness_failure(record, st);
     } else {
         record->num_outputs = (int32_t)num_out;

@@ -1,4 +1,5 @@
 /* The crash-isolation worker (worker.h): fork, serve, wait with a deadline, reap. */
+#include "attest/clock.h"
 #include "worker.h"
 
 #include <dirent.h>
@@ -23,13 +24,6 @@
  * SIGKILL, and how long a killed one gets to be reaped before it is left as a stray. */
 #define WORKER_EXIT_GRACE_S 5.0
 #define WORKER_REAP_AFTER_KILL_S 2.0
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void sleep_briefly(void)
 {
@@ -319,7 +313,7 @@ static void describe_status(int status, char *buf, size_t cap)
  * else reaped it), 0 when it is still there. */
 static int reap_within(pid_t pid, double seconds, int *status)
 {
-    const double end = now_seconds() + seconds;
+    const double end = attest_monotonic_seconds() + seconds;
     for (;;) {
         pid_t r = waitpid(pid, status, WNOHANG);
         if (r == pid) return 1;
@@ -327,7 +321,7 @@ static int reap_within(pid_t pid, double seconds, int *status)
             *status = -1; /* ECHILD: SIGCHLD ignored, or reaped elsewhere */
             return 1;
         }
-        if (now_seconds() >= end) return 0;
+        if (attest_monotonic_seconds() >= end) return 0;
         sleep_briefly();
     }
 }
@@ -435,7 +429,7 @@ attest_status worker_send(worker *w, arena *a, const exec_request *req, double t
         }
     }
     if (w->pid <= 0) ATTEST_FORWARD(worker_start(w, a));
-    w->deadline = now_seconds() + timeout_seconds;
+    w->deadline = attest_monotonic_seconds() + timeout_seconds;
     w->in_flight = 1;
     /* A failed send means the worker is gone; worker_wait sees the hang-up and reports it. */
     (void)send(w->fd, req, sizeof *req, MSG_NOSIGNAL);
@@ -453,7 +447,7 @@ void worker_wait(worker *w, exec_result *res)
     for (;;) {
         /* Past the deadline, one last look without waiting: the answer may have come while the
          * parent was busy (computing the reference). */
-        const double left = w->deadline - now_seconds();
+        const double left = w->deadline - attest_monotonic_seconds();
         /* The pidfd tells of a death even when a process the candidate started still holds
          * the channel open (then no EOF would come). */
         struct pollfd p[2] = {{.fd = w->fd, .events = POLLIN}, {.fd = w->pidfd, .events = POLLIN}};
