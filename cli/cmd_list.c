@@ -30,8 +30,8 @@ static void usage(FILE *f)
 }
 
 static const char *const kernel_summary[] = {
-    [ATTEST_KERNEL_INDEXER] = "DSA indexer logits over a c4-indexer key cache (spec 5)",
-    [ATTEST_KERNEL_MLA_DECODE] = "sparse MLA decode over an mla-v4 / mla-v32 paged cache (spec 6)",
+    [ATTEST_KERNEL_INDEXER] = "DSA indexer logits over a c4-indexer key cache (docs/kernels.md 5)",
+    [ATTEST_KERNEL_MLA_DECODE] = "sparse MLA decode over an mla-v4 / mla-v32 paged cache (docs/kernels.md 6)",
 };
 
 static void print_kernels(void)

@@ -98,7 +98,7 @@ static int32_t i32_at(const attest_case *c, const char *name, size_t index, int 
 }
 
 /* Where an indexer logit's inputs live: the row's request and MTP slot, its valid length, and
- * the position's block and bytes in the cache (spec 4 and 5). */
+ * the position's block and bytes in the cache (docs/kernels.md sections 4 and 5). */
 static void indexer_element(FILE *f, const attest_case *c, const attest_coord *co)
 {
     const attest_indexer_params *p = &c->params.indexer;

@@ -32,7 +32,7 @@ static uint64_t tk_next(tk_rng *r)
 
 static double tk_unit(tk_rng *r) { return (double)(tk_next(r) >> 11) * 0x1.0p-53; }
 
-/* Independent decoders (spec section 1) ----------------------------------------------------- */
+/* Independent decoders (docs/kernels.md section 1) ----------------------------------------------------- */
 
 static double tk_fp8(uint8_t b)
 {
@@ -153,7 +153,7 @@ static void tk_build_indexer(attest_case *c, const tk_indexer_spec *s)
     for (int32_t i = 0; i < s->b * s->next_n * s->heads; i++) w[i] = (float)(2 * tk_unit(&r) - 1);
 }
 
-/* Expected logits [rows, max_len], spec section 5 in double; -inf past the length. */
+/* Expected logits [rows, max_len], docs/kernels.md section 5 in double; -inf past the length. */
 static double *tk_expect_indexer(attest_case *c, const tk_indexer_spec *s)
 {
     const uint8_t *cache = tk_data(c, "cache_bytes");
@@ -343,7 +343,7 @@ static void tk_build_mla(attest_case *c, const tk_mla_spec *s)
     for (int32_t i = 0; i < nq * s->h_q * g.k_dim; i++) q[i] = tk_bf16_rand(&r, -3, 0);
 }
 
-/* Expected out [b, s_q, h_q, 512] and lse [b, s_q, h_q] (spec section 6, lse excludes sink). */
+/* Expected out [b, s_q, h_q, 512] and lse [b, s_q, h_q] (docs/kernels.md section 6, lse excludes sink). */
 static void tk_expect_mla(attest_case *c, double **out_e, double **lse_e)
 {
     const attest_mla_params *p = &c->params.mla;

@@ -1,6 +1,6 @@
 /* The indexer's compare mask and top-k gate (compare.h: attest_indexer_valid_mask,
  * attest_indexer_topk_gate) on small hand-built cases; every expected value is derived by hand
- * in the comments from the MTP causal rule (spec section 5) and attest_compare_topk's recall. */
+ * in the comments from the MTP causal rule (docs/kernels.md section 5) and attest_compare_topk's recall. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

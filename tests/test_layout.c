@@ -1,4 +1,4 @@
-/* Unit tests of the layout module: offsets pinned from spec sections 2-4, descriptor errors,
+/* Unit tests of the layout module: offsets pinned from docs/kernels.md sections 2-4, descriptor errors,
  * the region map, and a pool round trip checked against an element-by-element computation
  * written here from the spec (its own offsets, fp8/bf16 rounding by nearest-value search and
  * power-of-two ceilings by frexp), never by calling the codec under test. */
@@ -131,7 +131,7 @@ static attest_layout make(attest_layout_id id, uint32_t P, uint64_t stride)
     return l;
 }
 
-/* mla-v4 strides and the scale region of spec section 2. */
+/* mla-v4 strides and the scale region of docs/kernels.md section 2. */
 static void test_mla_v4_offsets(void **state)
 {
     (void)state;
@@ -167,7 +167,7 @@ static void test_mla_v4_offsets(void **state)
     assert_int_equal(o.scale[0], 36864); /* the scale region of a P=64 page */
 }
 
-/* mla-v32 records: fields at 0 / 512 / 528 of each 656-byte record (spec section 3). */
+/* mla-v32 records: fields at 0 / 512 / 528 of each 656-byte record (docs/kernels.md section 3). */
 static void test_mla_v32_offsets(void **state)
 {
     (void)state;
@@ -192,7 +192,7 @@ static void test_mla_v32_offsets(void **state)
     assert_int_equal(wide.page_payload, 64u * 656u);
 }
 
-/* c4-indexer: position t's scale at byte 8192 + 4t, float element 2048 + t (spec section 4). */
+/* c4-indexer: position t's scale at byte 8192 + 4t, float element 2048 + t (docs/kernels.md section 4). */
 static void test_c4_indexer_offsets(void **state)
 {
     (void)state;

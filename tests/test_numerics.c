@@ -1,4 +1,4 @@
-/* Unit tests of the numerics module: hand-derived values from spec section 1 (the exhaustive
+/* Unit tests of the numerics module: hand-derived values from docs/kernels.md section 1 (the exhaustive
  * comparison with ml_dtypes is tests/py/check_numerics.py). Each expected value below is written
  * from the format definition, not computed by the code under test. */
 #include <math.h>
@@ -133,7 +133,7 @@ static void test_ue8m0_encode_ceil(void **state)
     assert_int_equal(attest_ue8m0_encode_ceil(NAN), 255);
 }
 
-/* The writers disagree on tiny and all-zero tiles (spec section 1); values derived by hand:
+/* The writers disagree on tiny and all-zero tiles (docs/kernels.md section 1); values derived by hand:
  * 1e-4 -> 2^-13 (114); 1e-8/448 = 2.2e-11 -> 2^-35 (92); 0.02/448 = 4.5e-5 -> 2^-14 (113);
  * 1e-10/448 = 2.2e-13 -> 2^-42 (85); 1/448 -> 2^-8 (119). */
 static void test_ue8m0_writers(void **state)

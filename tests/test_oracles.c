@@ -9,7 +9,7 @@
  *   logits  identical -inf pattern, within LOGIT_ROW_TOL of the row's largest magnitude, in both
  *           the kernel order and the README order;
  *   topk    the same set of 512 logical positions, except positions whose logit is within
- *           LOGIT_ROW_TOL of the 512th (ties are interchangeable, spec 5).
+ *           LOGIT_ROW_TOL of the 512th (ties are interchangeable, docs/kernels.md section 5).
  * The README says "about 1e-7" for lse and "about 2e-7" for logits; the gates leave a margin
  * above what is measured (printed per case) so that they catch a wrong formula, not fp32 noise.
  * Skips (77) when ATTEST_SHARED_DIR or the oracle files are missing. */

@@ -1,5 +1,5 @@
 /* Unit tests of the CPU references on tiny hand-built cases whose expected values are derived by
- * hand from spec sections 2-6 (the bytes are written at offsets read from the spec tables, not
+ * hand from docs/kernels.md sections 2-6 (the bytes are written at offsets read from the spec tables, not
  * through the layout codec, so a codec mistake cannot cancel out). */
 #include <math.h>
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /* Tests of the report printers with hand-built records: the summary, severity order, failures
  * grouped by verdict and gate, the detailed mismatch report (coordinates, blocks and byte offsets
- * computed by hand from spec sections 4-6), the failure and progress lines, and `attest show` on
+ * computed by hand from docs/kernels.md sections 4-6), the failure and progress lines, and `attest show` on
  * a results file. Output is captured with open_memstream. */
 #include <math.h>
 #include <setjmp.h>
@@ -211,7 +211,7 @@ static void grouped_failures(void **state)
     attest_failure_groups_free(g);
 }
 
-/* Indexer logits in detail. Hand computation (spec 4, 5): row 5 with next_n 2 is request 2,
+/* Indexer logits in detail. Hand computation (docs/kernels.md sections 4, 5): row 5 with next_n 2 is request 2,
  * slot 1; position 77 is logical block 1 (77 / 64), slot 13 in it; block_table[2][1] = 9, so its
  * fp8 row is at 9*8448 + 13*128 = 77696 and its scale at 9*8448 + 8192 + 4*13 = 84276. With
  * L = 150 the row sees t <= 150 - 2 + 1, i.e. t < 150. */

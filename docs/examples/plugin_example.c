@@ -9,7 +9,7 @@
  *     attest run --kernel indexer --candidate ./libexample.so:example-indexer --cases 50 --seed 3
  *
  * The kernel computes, for every logits row i (request b = i / next_n, MTP slot j = i % next_n)
- * and every position t, the indexer logit of spec section 5 in DeepGEMM's order (relu(dot) * w
+ * and every position t, the indexer logit of docs/kernels.md section 5 in DeepGEMM's order (relu(dot) * w
  * summed over heads, times the position's fp32 scale last), and -inf past the row's valid length
  * t <= L - next_n + j. It reads the c4-indexer cache at the layout's byte offsets: position s of a
  * block at s * 128, its fp32 scale at 8192 + 4 * s. docs/writing-a-candidate.md walks through it.

@@ -13,7 +13,7 @@
 /* Grows *p to hold `need` elements of `elem` bytes (never shrinks; *cap counts elements). */
 attest_status indexer_reserve(void **p, size_t *cap, size_t need, size_t elem) ATTEST_MUST_CHECK;
 
-/* Valid length of indexer logits row `row`: the MTP causal rule of spec section 5 (slot j of a
+/* Valid length of indexer logits row `row`: the MTP causal rule of docs/kernels.md section 5 (slot j of a
  * request of length L sees t <= L - next_n + j), clamped to [0, max_len]. The same rule as the
  * references' attest_indexer_row_length, kept here so the harness does not depend on them. */
 int32_t indexer_row_length(const attest_indexer_params *p, const int32_t *context_lens,

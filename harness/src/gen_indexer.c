@@ -1,5 +1,5 @@
 /* Case generator, indexer family: a c4-indexer key cache behind a block table, fp8 queries,
- * fp32 head weights (spec sections 4-5). */
+ * fp32 head weights (docs/kernels.md sections 4-5). */
 #include <stdlib.h>
 #include <string.h>
 

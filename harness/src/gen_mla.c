@@ -1,6 +1,6 @@
 /* Case generator, sparse MLA decode family: paged mla-v4 / mla-v32 caches, bf16 queries, top-k
  * index lists with holes and duplicates, topk_length, sinks and an optional extra scope
- * (spec sections 2, 3 and 6). */
+ * (docs/kernels.md sections 2, 3 and 6). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The three production KV-cache byte layouts as data, and a codec that writes and reads tokens at
- * exactly the offsets of spec sections 2-4 (mla-v4, mla-v32, c4-indexer).
+ * exactly the offsets of docs/kernels.md sections 2-4 (mla-v4, mla-v32, c4-indexer).
  *
  * Multi-byte fields are written and read little-endian byte by byte, so the pool bytes are the
  * same on any host and a page can be compared byte for byte with one built by a GPU kernel.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* mla-v4 (spec section 2): token t's data record (448 fp8 nope + 64 bf16 rope) at t*576, its
+/* mla-v4 (docs/kernels.md section 2): token t's data record (448 fp8 nope + 64 bf16 rope) at t*576, its
  * 7 UE8M0 scales and 1 pad byte at P*576 + 8t, the page stride rounded up to 576. */
 #define V4_NOPE 448u
 #define V4_ROPE 64u
@@ -29,7 +29,7 @@ _Static_assert(V4_STRIDE(256u) == 149760u && 256u * V4_TOKEN_BYTES == 149504u, "
 _Static_assert(V4_STRIDE(2u) == 1728u, "mla-v4 P=2");
 _Static_assert(64u * V4_DATA_BYTES == 36864u, "mla-v4 P=64 scale region starts at 36864");
 
-/* mla-v32 (spec section 3): 656-byte interleaved records [nope 512 | 4 x fp32 | rope 64 bf16]. */
+/* mla-v32 (docs/kernels.md section 3): 656-byte interleaved records [nope 512 | 4 x fp32 | rope 64 bf16]. */
 #define V32_NOPE 512u
 #define V32_ROPE 64u
 #define V32_TILE 128u
@@ -42,7 +42,7 @@ _Static_assert(V32_SCALE_OFF == V32_NOPE && V32_ROPE_OFF == V32_SCALE_OFF + 4u *
 _Static_assert(V32_ROPE_OFF + 2u * V32_ROPE == V32_TOKEN_BYTES, "mla-v32 record is 656 bytes");
 _Static_assert(V32_SCALES * V32_TILE == V32_NOPE, "mla-v32: 4 scales of 128 cover the nope");
 
-/* c4-indexer (spec section 4): 64 positions x 128 fp8 (position-major), then 64 fp32 scales. */
+/* c4-indexer (docs/kernels.md section 4): 64 positions x 128 fp8 (position-major), then 64 fp32 scales. */
 #define C4_POSITIONS 64u
 #define C4_DIM 128u
 #define C4_SCALE_OFF 8192u

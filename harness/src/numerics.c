@@ -1,4 +1,4 @@
-/* Bit-exact fp8 e4m3fn, UE8M0 and bf16 conversions (spec section 1).
+/* Bit-exact fp8 e4m3fn, UE8M0 and bf16 conversions (docs/kernels.md section 1).
  *
  * Every encoder works on the integer bit pattern of its input, so the result never depends on
  * the FPU rounding mode, on x87 excess precision or on libm. Decoders are exact by construction.
@@ -146,7 +146,7 @@ uint8_t attest_ue8m0_scale_for_amax(float amax, attest_ue8m0_writer writer)
     }
     case ATTEST_UE8M0_SGLANG: {
         /* sglang's DeepSeek-V4 cache writer clamps amax (not the scale) at 1e-8 before the
-         * division (spec section 1). Its V3.2 writer, nsa/quant_k_cache.py, stored raw
+         * division (docs/kernels.md section 1). Its V3.2 writer, nsa/quant_k_cache.py, stored raw
          * amax/448 with no clamp at all; that is ATTEST_SCALE_RAW, not this rule. */
         float m = amax < 1e-8f ? 1e-8f : amax;
         return attest_ue8m0_encode_ceil(m / 448.0f);
@@ -155,7 +155,7 @@ uint8_t attest_ue8m0_scale_for_amax(float amax, attest_ue8m0_writer writer)
         /* DeepGEMM deep_gemm/utils/math.py ceil_to_ue8m0: exponent field + (mantissa != 0),
          * clamped to [1, 254]; so zero gives 0x01 and NaN/inf give 0xFE, never 0xFF. Its cast
          * helpers (per_token_cast_to_fp8 ...) also clamp amax at 1e-4 before dividing; this
-         * rule is the bare ceil_to_ue8m0, as spec section 1 names it. */
+         * rule is the bare ceil_to_ue8m0, as docs/kernels.md section 1 names it. */
         uint8_t b = attest_ue8m0_encode_ceil(fabsf(amax) / 448.0f); /* it takes x.abs() */
         if (b < 1u) b = 1u;
         if (b > 254u) b = 254u;

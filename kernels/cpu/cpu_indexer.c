@@ -1,4 +1,4 @@
-/* cpu-indexer: the DSA indexer (spec section 5) written the way a GPU kernel is, in float32.
+/* cpu-indexer: the DSA indexer (docs/kernels.md section 5) written the way a GPU kernel is, in float32.
  *
  * Work is split like DeepGEMM's paged MQA-logits kernel: one (request, cache block) at a time,
  * all next_n rows of the request together. A block that lies entirely past every row's valid

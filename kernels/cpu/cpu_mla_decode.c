@@ -1,4 +1,4 @@
-/* cpu-mla-decode: sparse MLA decode (spec section 6) written the way a split-KV GPU kernel is, in
+/* cpu-mla-decode: sparse MLA decode (docs/kernels.md section 6) written the way a split-KV GPU kernel is, in
  * float32.
  *
  * The top-k list of a query (main scope, then the extra scope) is cut into tiles of CPU_MLA_TILE

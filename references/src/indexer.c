@@ -1,4 +1,4 @@
-/* attest references: DSA indexer logits over a paged c4-indexer cache (spec sections 4-5).
+/* attest references: DSA indexer logits over a paged c4-indexer cache (docs/kernels.md sections 4-5).
  *
  * Position t of request b lives in physical block block_table[b][t / 64], slot t % 64. Each logit
  * accumulates in double; a product of two fp8 values is exact in double and a 128-term sum of

@@ -1,4 +1,4 @@
-/* attest references: sparse MLA decode for mla-v4 and mla-v32 (spec section 6).
+/* attest references: sparse MLA decode for mla-v4 and mla-v32 (docs/kernels.md section 6).
  *
  * For each query the valid keys of both scopes (main, and the optional extra one) are gathered
  * into one list, so they share ONE softmax; each key is dequantized once and reused by every

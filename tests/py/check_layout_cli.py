@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks `attest layout describe`: the numbers a user reads (spec sections 2-4) and the usage
+"""Checks `attest layout describe`: the numbers a user reads (docs/kernels.md sections 2-4) and the usage
 errors (one line on stderr, exit status 2). The CLI path comes from ATTEST_CLI."""
 import os
 import re

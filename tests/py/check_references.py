@@ -55,7 +55,7 @@ def dec_f32le(u8):
 
 
 # --------------------------------------------------------------------------------------------
-# Indexer (spec 4-5)
+# Indexer (docs/kernels.md sections 4-5)
 # --------------------------------------------------------------------------------------------
 def idx_row_length(L, next_n, j, max_len):
     return int(max(0, min(L - next_n + j + 1, L, max_len)))
@@ -103,7 +103,7 @@ def np_topk(row, L, k, short_identity):
 
 
 # --------------------------------------------------------------------------------------------
-# Sparse MLA decode (spec 2, 3, 6)
+# Sparse MLA decode (docs/kernels.md sections 2, 3, 6)
 # --------------------------------------------------------------------------------------------
 def decode_pool(layout, pool, P, stride, num_pages):
     """Every token of a pool dequantized: [num_pages * P, k_dim] float64."""

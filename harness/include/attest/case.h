@@ -45,14 +45,14 @@ const char *attest_kernel_name(attest_kernel kernel);
 /* Looks a kernel family up by name; ATTEST_ERR_NOT_FOUND if unknown. */
 attest_status attest_kernel_from_name(const char *name, attest_kernel *kernel) ATTEST_MUST_CHECK;
 
-/* What logits beyond a row's valid length hold (spec 5). */
+/* What logits beyond a row's valid length hold (docs/kernels.md section 5). */
 typedef enum attest_masking {
     ATTEST_MASK_NEG_INF = 0,    /* -inf (vllm, sglang SM120, DeepGEMM clean_logits) */
     ATTEST_MASK_ZERO = 1,       /* 0.0 (sglang V4 torch fallback) */
     ATTEST_MASK_UNSPECIFIED = 2 /* anything; not compared (DeepGEMM with 2-D context lens) */
 } attest_masking;
 
-/* Which LSE a decode kernel returns when it has an attention sink (spec 6). */
+/* Which LSE a decode kernel returns when it has an attention sink (docs/kernels.md section 6). */
 typedef enum attest_lse_convention {
     ATTEST_LSE_EXCLUDES_SINK = 0, /* FlashMLA */
     ATTEST_LSE_INCLUDES_SINK = 1  /* sglang SM120 Triton: logaddexp(lse, sink) */

@@ -1,6 +1,6 @@
 /* attest: the comparator. Every gate is computed and recorded; none hides behind another.
  *
- * Gates per output tensor (spec section 7 gives the upstream starting points):
+ * Gates per output tensor (docs/kernels.md section 7 gives the upstream starting points):
  *   nonfinite  positions of +inf, -inf and NaN must match exactly (counted separately);
  *   element    each element passes if |c-r| <= atol OR |c-r| <= rtol*|r|; the failing fraction
  *              (of finite pairs) must not exceed max_fail_fraction. atol is raised to

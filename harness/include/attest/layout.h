@@ -1,4 +1,4 @@
-/* attest: the production KV-cache byte layouts as data (spec sections 2-4).
+/* attest: the production KV-cache byte layouts as data (docs/kernels.md sections 2-4).
  *
  * A layout is a plain descriptor: every size, stride and offset a kernel uses to find a byte is a
  * field here or computed from one by attest_layout_token_offsets(). The codec functions write and

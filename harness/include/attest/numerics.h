@@ -1,4 +1,4 @@
-/* attest: bit-exact number formats (fp8 e4m3fn, UE8M0, bf16). See spec section 1.
+/* attest: bit-exact number formats (fp8 e4m3fn, UE8M0, bf16). See docs/kernels.md section 1.
  *
  * Every function is pure and total: any input bit pattern or float (NaN, inf, -0) has a defined
  * result, pinned by tests against ml_dtypes.

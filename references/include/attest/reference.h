@@ -1,4 +1,4 @@
-/* attest: independent CPU references (spec sections 5-6), plain C accumulating in double.
+/* attest: independent CPU references (docs/kernels.md sections 5-6), plain C accumulating in double.
  *
  * Simulated mode computes on exactly the bytes in the cache (dequantized); true mode on the
  * unquantized truth tensors the cache was built from, so a user sees the kernel's own error and
@@ -60,7 +60,7 @@ attest_status attest_topk_to_physical(const int32_t *block_table, int32_t blocks
                                       int32_t b, const int32_t *logical, int32_t k,
                                       int32_t *physical) ATTEST_MUST_CHECK;
 
-/* Sparse MLA decode: out [b, s_q, h_q, d_v] and lse [b, s_q, h_q] (natural log), spec 6. The
+/* Sparse MLA decode: out [b, s_q, h_q, d_v] and lse [b, s_q, h_q] (natural log), docs/kernels.md section 6. The
  * valid keys of both scopes (index != -1 in slots below topk_length / extra_topk_length, which
  * are clamped to [0, topk]) share one max-subtracted softmax of sm_scale * dot(q, K); V is the
  * first d_v dims of K. A sink scales out by 1 / (1 + exp(sink - lse)); the LSE follows
