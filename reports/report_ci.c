@@ -233,11 +233,10 @@ attest_status attest_report_json(const char *path, const attest_summary *s,
             json_string(f, attest_gate_name((attest_gate)g));
             fprintf(f, ": %" PRIu64, s->gate_cases[g]);
         }
-        static const char *const integrity[4] = {"canary", "input_modified", "nondeterminism",
-                                                 "candidate_error"};
         fputs("},\n  \"integrity\": {", f);
-        for (int b = 0; b < 4; b++)
-            fprintf(f, "%s\"%s\": %" PRIu64, b ? ", " : "", integrity[b], s->integrity_cases[b]);
+        for (unsigned b = 0; b < ATTEST_INTEGRITY_COUNT_; b++)
+            fprintf(f, "%s\"%s\": %" PRIu64, b ? ", " : "", attest_integrity_name(b),
+                    s->integrity_cases[b]);
         fputs("},\n  \"seconds\": ", f);
         json_number(f, run->seconds);
         fputs(",\n  \"time\": {\"generate\": ", f);

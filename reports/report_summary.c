@@ -63,9 +63,6 @@ attest_status attest_summary_from_results(attest_results_reader *r, attest_summa
     return ATTEST_OK;
 }
 
-static const char *const integrity_names[4] = {"canary", "input_modified", "nondeterminism",
-                                               "candidate_error"};
-
 void attest_report_summary(FILE *f, const attest_summary *s, const char *results_path,
                            double wall_seconds)
 {
@@ -116,7 +113,7 @@ void attest_report_summary(FILE *f, const attest_summary *s, const char *results
         sep = " ";
         for (int b = 0; b < 4; b++)
             if (s->integrity_cases[b]) {
-                fprintf(f, "%s%s %" PRIu64, sep, integrity_names[b], s->integrity_cases[b]);
+                fprintf(f, "%s%s %" PRIu64, sep, attest_integrity_name((unsigned)b), s->integrity_cases[b]);
                 sep = ", ";
             }
         fputc('\n', f);

@@ -315,3 +315,15 @@ const attest_tensor *attest_case_tensor_const(const attest_case *c, const char *
         if (!strcmp(c->tensors[i].name, name)) return &c->tensors[i];
     return NULL;
 }
+
+int32_t attest_indexer_row_length(const attest_indexer_params *p, const int32_t *context_lens,
+                                  int32_t row)
+{
+    if (p == NULL || context_lens == NULL || p->next_n <= 0 || row < 0) return 0;
+    const int32_t b = row / p->next_n, j = row % p->next_n;
+    if (b >= p->b) return 0;
+    int64_t len = (int64_t)context_lens[b] - p->next_n + j + 1;
+    if (len > context_lens[b]) len = context_lens[b];
+    if (len > p->max_len) len = p->max_len;
+    return len < 0 ? 0 : (int32_t)len;
+}

@@ -18,18 +18,6 @@ attest_status indexer_reserve(void **p, size_t *cap, size_t need, size_t elem)
     return ATTEST_OK;
 }
 
-int32_t indexer_row_length(const attest_indexer_params *p, const int32_t *context_lens,
-                           int32_t row)
-{
-    if (p->next_n <= 0 || row < 0) return 0;
-    const int32_t b = row / p->next_n, j = row % p->next_n;
-    if (b >= p->b) return 0;
-    int64_t len = (int64_t)context_lens[b] - p->next_n + j + 1;
-    if (len > context_lens[b]) len = context_lens[b];
-    if (len > p->max_len) len = p->max_len;
-    return len < 0 ? 0 : (int32_t)len;
-}
-
 /* Heap order: a is "worse" than b when its score is lower, or equal with a higher position. */
 static int worse(const double *s, int32_t a, int32_t b)
 {
@@ -119,7 +107,7 @@ attest_status attest_indexer_valid_mask(const attest_case *c, uint8_t *mask)
     if (rows * width == 0) return ATTEST_OK;
     ATTEST_RETURN_IF(mask == NULL, ATTEST_ERR_INVALID_ARGUMENT, "indexer mask: NULL mask");
     for (size_t r = 0; r < rows; r++) {
-        const size_t len = (size_t)indexer_row_length(p, lens, (int32_t)r);
+        const size_t len = (size_t)attest_indexer_row_length(p, lens, (int32_t)r);
         memset(mask + r * width, 1, len);
         memset(mask + r * width + len, 0, width - len);
     }
@@ -148,7 +136,7 @@ attest_status indexer_topk_gate_reuse(const attest_case *c, const double *ref, c
     int32_t *row_len = s->sets, *cand_sets = row_len + rows;
     int32_t *ref_sets = cand_sets + (size_t)rows * (size_t)k, *heap = ref_sets + (size_t)rows * k;
     for (int32_t r = 0; r < rows; r++) {
-        const int32_t len = indexer_row_length(p, lens, r);
+        const int32_t len = attest_indexer_row_length(p, lens, r);
         const size_t base = (size_t)r * (size_t)width;
         row_len[r] = len;
         for (int32_t t = 0; t < len; t++) s->scores[t] = (double)cand[base + (size_t)t];

@@ -13,12 +13,6 @@
 /* Grows *p to hold `need` elements of `elem` bytes (never shrinks; *cap counts elements). */
 attest_status indexer_reserve(void **p, size_t *cap, size_t need, size_t elem) ATTEST_MUST_CHECK;
 
-/* Valid length of indexer logits row `row`: the MTP causal rule of docs/kernels.md section 5 (slot j of a
- * request of length L sees t <= L - next_n + j), clamped to [0, max_len]. The same rule as the
- * references' attest_indexer_row_length, kept here so the harness does not depend on them. */
-int32_t indexer_row_length(const attest_indexer_params *p, const int32_t *context_lens,
-                           int32_t row);
-
 /* Top-k of one row of scores: the k largest non-NaN scores of [0, len), ties to the lower
  * position, in descending order, -1 padding; ATTEST_TOPK_SHORT_IDENTITY gives 0..len-1 when
  * len <= k. -inf ranks below every finite score but can be chosen. `heap` holds k ints. */

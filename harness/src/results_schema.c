@@ -218,9 +218,6 @@ attest_status attest_results_make_types(hid_t *mem_type, hid_t *file_type)
     return ATTEST_OK;
 }
 
-static const char *const integrity_names[] = {"canary", "input_modified", "nondeterminism",
-                                              "candidate_error"};
-
 void attest_results_integrity_string(uint32_t flags, char *buf, size_t cap)
 {
     if (cap == 0) return;
@@ -229,10 +226,8 @@ void attest_results_integrity_string(uint32_t flags, char *buf, size_t cap)
     for (unsigned bit = 0; bit < 32; bit++) {
         if (!(flags & (1u << bit))) continue;
         char unknown[16];
-        const char *name = integrity_names[0];
-        if (bit < sizeof integrity_names / sizeof integrity_names[0]) {
-            name = integrity_names[bit];
-        } else {
+        const char *name = attest_integrity_name(bit);
+        if (name == NULL) {
             snprintf(unknown, sizeof unknown, "bit%u", bit);
             name = unknown;
         }

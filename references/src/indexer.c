@@ -13,21 +13,6 @@
 #include "attest/reference.h"
 #include "ref_internal.h"
 
-int32_t attest_indexer_row_length(const attest_indexer_params *p, const int32_t *context_lens,
-                                  int32_t row)
-{
-    if (p == NULL || context_lens == NULL || p->next_n <= 0 || row < 0) return 0;
-    int32_t b = row / p->next_n;
-    int32_t j = row % p->next_n;
-    if (b >= p->b) return 0;
-    /* MTP causal rule: slot j of a request of length L sees t <= L - next_n + j. */
-    int64_t len = (int64_t)context_lens[b] - p->next_n + j + 1;
-    if (len > context_lens[b]) len = context_lens[b];
-    if (len > p->max_len) len = p->max_len;
-    if (len < 0) len = 0;
-    return (int32_t)len;
-}
-
 /* torch.relu, which the README form is written in: NaN stays NaN. */
 static double relu_propagating(double x)
 {

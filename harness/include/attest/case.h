@@ -203,6 +203,13 @@ int attest_param_string_matches(const char *params, const char *filter);
  * is malformed (ATTEST_ERR_FORMAT naming the tensor and element); generated cases never fail. */
 attest_status attest_case_check_inputs(const attest_case *c) ATTEST_MUST_CHECK;
 
+/* Valid length of indexer logits row `row` (request row / next_n, MTP slot row % next_n): slot j
+ * of a request of length L sees t <= L - next_n + j (docs/kernels.md section 5), so
+ * L - next_n + j + 1, clamped to [0, min(L, max_len)]. 0 for a row outside the batch or NULL
+ * arguments. The one definition of the rule: references, judge and reports use it. */
+int32_t attest_indexer_row_length(const attest_indexer_params *p, const int32_t *context_lens,
+                                  int32_t row);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,6 +39,11 @@ enum {
     ATTEST_INTEGRITY_NONDETERMINISM = 1u << 2, /* re-runs differ bitwise */
     ATTEST_INTEGRITY_CANDIDATE_ERROR = 1u << 3 /* run() returned nonzero */
 };
+#define ATTEST_INTEGRITY_COUNT_ 4 /* number of ATTEST_INTEGRITY_* bits */
+
+/* The short name of integrity bit `bit` (0 = canary, 1 = input_modified, 2 = nondeterminism,
+ * 3 = candidate_error), as results files, reports and JSON print it; NULL past the last. */
+const char *attest_integrity_name(unsigned bit);
 
 #ifdef __cplusplus
 }

@@ -42,10 +42,7 @@ attest_status attest_ref_indexer_logits(const attest_case *c, attest_ref_mode mo
                                         attest_indexer_order order, double *logits)
     ATTEST_MUST_CHECK;
 
-/* Valid length of logits row `row`: slot j of a request of length L sees t <= L - next_n + j,
- * so L - next_n + j + 1, clamped to [0, min(L, max_len)]. 0 for a row outside the batch. */
-int32_t attest_indexer_row_length(const attest_indexer_params *p, const int32_t *context_lens,
-                                  int32_t row);
+/* The valid length of a logits row (the MTP causal rule) is attest_indexer_row_length, case.h. */
 
 /* Top-k over one row: the k largest of logits[0, len) (ties to the lower position), written in
  * descending score order to idx[0, k), -1 padding. rule ATTEST_TOPK_SHORT_IDENTITY returns
