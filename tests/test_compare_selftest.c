@@ -284,6 +284,15 @@ static size_t argmax_abs(const double *x, size_t n)
     return best;
 }
 
+/* The fp8 (nope) bytes of logical token j in the fixture's cache. */
+static uint8_t *mla_token_fp8(mla_fixture *f, uint8_t *cache, int32_t j)
+{
+    const int32_t phys = mla_phys(j);
+    attest_token_offsets o;
+    assert_int_equal(attest_layout_token_offsets(&f->layout, (uint32_t)(phys % 64), &o), ATTEST_OK);
+    return cache + (size_t)(phys / 64) * f->layout.page_stride + o.fp8;
+}
+
 static void mla_faults(mla_fixture *f)
 {
     attest_tensor_metrics m;
@@ -354,13 +363,9 @@ static void mla_faults(mla_fixture *f)
         attest_rng sr;
         attest_rng_seed(&sr, 515);
         for (int32_t j = 0; j < MLA_TOKENS; ++j) {
-            const int32_t phys = mla_phys(j);
-            uint8_t *pg = cache0 + (size_t)(phys / 64) * f->layout.page_stride;
-            attest_token_offsets o;
-            assert_int_equal(attest_layout_token_offsets(&f->layout, (uint32_t)(phys % 64), &o),
-                             ATTEST_OK);
+            uint8_t *fp8 = mla_token_fp8(f, cache0, j);
             for (uint32_t d = 385; d < 448; ++d)
-                pg[o.fp8 + d] = (uint8_t)((attest_rng_u32(&sr) & 0x80u) | (1u + attest_rng_below(&sr, 7)));
+                fp8[d] = (uint8_t)((attest_rng_u32(&sr) & 0x80u) | (1u + attest_rng_below(&sr, 7)));
         }
         double *ob = malloc(f->n_out * sizeof *ob), *lb = malloc(f->n_lse * sizeof *lb);
         double *obb = malloc(f->n_out * sizeof *obb), *lbb = malloc(f->n_lse * sizeof *lbb);
@@ -371,14 +376,10 @@ static void mla_faults(mla_fixture *f)
                          ATTEST_OK);
         size_t flushed = 0;
         for (int32_t j = 0; j < MLA_TOKENS; ++j) {
-            const int32_t phys = mla_phys(j);
-            uint8_t *pg = cache0 + (size_t)(phys / 64) * f->layout.page_stride;
-            attest_token_offsets o;
-            assert_int_equal(attest_layout_token_offsets(&f->layout, (uint32_t)(phys % 64), &o),
-                             ATTEST_OK);
+            uint8_t *fp8 = mla_token_fp8(f, cache0, j);
             for (uint32_t d = 0; d < f->layout.fp8_dim; ++d)
-                if (fp8_subnormal(pg[o.fp8 + d])) {
-                    pg[o.fp8 + d] &= 0x80u;
+                if (fp8_subnormal(fp8[d])) {
+                    fp8[d] &= 0x80u;
                     ++flushed;
                 }
         }
