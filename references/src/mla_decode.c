@@ -268,6 +268,14 @@ static void mla_head_bounds(const mla_inputs *in, const double *keys, const doub
             bo->out_bound[d] = e1 + e2;
         }
     }
+    /* Underflow: a normalized weight below float32's normal range (2^-126) may come out as 0 or
+     * as a subnormal with few bits (flush-to-zero, or 1 / (1 + exp(sink - lse)) overflowing when
+     * a sink dominates), so each of the n + 1 weights may be off by 2^-126 absolute. */
+    for (int32_t d = 0; d < dv; d++) {
+        double vmax = 0.0;
+        for (int32_t k = 0; k < n; k++) vmax = fmax(vmax, fabs(keys[(size_t)k * dqk + d]));
+        bo->out_bound[d] += (nterms + 2.0) * 0x1p-126 * vmax;
+    }
 
     /* lse = m + log(S): the weights' average perturbation moves log S by at most
      * -log(1 - rho_avg - gamma); the logarithm, the m + log S addition and a log2/ln
