@@ -35,7 +35,12 @@ typedef struct external_def {
     char args[1024];                        /* storage of argv's strings */
     char *env[6];
     char env_store[4][4200];
+    struct external_def *next;              /* every loaded candidate, see `loaded` */
 } external_def;
+
+/* Loaded candidates live for the rest of the process, as plugins do; the list keeps them
+ * reachable (and leak checkers quiet). Loading happens on one thread, before cases run. */
+static external_def *loaded;
 
 /* What decides a case's table, compared bytewise from run to run (zeroed first, so padding
  * compares equal). */
@@ -422,6 +427,8 @@ attest_status attest_external_load(const char *spec, const attest_candidate **ou
         free(d);
         return st;
     }
+    d->next = loaded;
+    loaded = d;
     *out = &d->cand; /* lives for the rest of the process, as a plugin does */
     return ATTEST_OK;
 }
