@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The false-alarm benchmark: every correct candidate (the built-in kernels, their other-order
 # controls and the example plugin) over generated cases in three shape regimes, under a policy.
-# Any failing verdict is a false alarm: the script prints a table and exits 1.
+# Any failing verdict is a false alarm: the script prints a table and exits 1. Runs get a 600 s
+# time limit, so a loaded machine cannot turn a slow case into a TIMEOUT verdict.
 #
 #   bash bench/false_alarms.sh [--cases N] [--production-cases N] [--jobs J] [--seed S]
 #                              [--policy FILE] [--attest PATH] [--plugin PATH.so] [--out DIR]
@@ -46,7 +47,7 @@ run_one() {
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
   "$attest" run --kernel "$kernel" --candidate "$cand" --cases "$count" --seed "$seed" $flags \
-    --reruns 1 --jobs "$jobs" --quiet --out "$file" ${policy:+--policy "$policy"} >"$log" 2>&1 || rc=$?
+    --reruns 1 --timeout 600 --jobs "$jobs" --quiet --out "$file" ${policy:+--policy "$policy"} >"$log" 2>&1 || rc=$?
   t1=$(date +%s.%N)
   local ok fails vac
   ok=$(sed -n 's/^attest: \([0-9]*\) cases.*/\1/p' "$log" | head -1)
