@@ -450,12 +450,13 @@ uint64_t attest_results_rows_flushed(const attest_results_writer *w) { return w 
 void attest_results_set_device(attest_results_writer *w, const char *description)
 {
     if (w == NULL || description == NULL || description[0] == '\0') return;
-    /* "NAME (sm_90, 139 GiB), CUDA runtime 13.0, driver 13.0": the device up to ", CUDA", the
+    /* "NAME (sm_90, 139 GiB), CUDA runtime 13.0, driver 13.0": the device up to ", CUDA ", the
      * versions after it. */
     const char *cuda = strstr(description, ", CUDA");
     const size_t n = cuda ? (size_t)(cuda - description) : strlen(description);
     snprintf(w->prov.device, sizeof w->prov.device, "%.*s", (int)n, description);
-    snprintf(w->prov.cuda_version, sizeof w->prov.cuda_version, "%s", cuda ? cuda + 2 : "");
+    snprintf(w->prov.cuda_version, sizeof w->prov.cuda_version, "%s",
+             cuda ? cuda + strlen(", CUDA ") : ""); /* "runtime 13.0, driver 13.0" */
 }
 
 /* --- closing ------------------------------------------------------------------------------- */

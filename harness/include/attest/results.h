@@ -126,7 +126,7 @@ uint64_t attest_results_rows_flushed(const attest_results_writer *w);
 
 /* Records the device a device candidate ran on, as its worker describes it ("NVIDIA H200 (sm_90,
  * 139 GiB), CUDA runtime 13.0, driver 13.0", attest_runner_device): provenance "device" gets the
- * part before ", CUDA" and "cuda_version" the rest. Written into the file when it is closed. */
+ * part before ", CUDA " and "cuda_version" the rest ("runtime 13.0, driver 13.0"). Written into the file when it is closed. */
 void attest_results_set_device(attest_results_writer *w, const char *description);
 
 /* Flushes, copies the repros into the file, records the end time and state, closes and frees w
