@@ -12,12 +12,16 @@
 
 int attest_cli_usage_error(const char *verb, const char *fmt, ...)
 {
+    char msg[2048];
     va_list ap;
-    fprintf(stderr, "attest %s: ", verb);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    /* One line whatever the message quotes (a byte of a damaged file, HDF5's or a JSON parser's
+     * text): control characters would break the line or drive the terminal. */
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f) *p = '?';
+    fprintf(stderr, "attest %s: %s\n", verb, msg);
     return ATTEST_EXIT_USAGE;
 }
 

@@ -11,7 +11,8 @@
  * Load hazards (HAZARD = n): 1 count 2^40, 2 count SIZE_MAX, 3 a wild list entry, 4 a data
  * symbol as the entry point, 5 an entry that segfaults, 6 a constructor that segfaults, 7 an
  * entry that blocks forever, 8 a constructor that calls exit(0), 9 a wild name pointer, 10 a
- * wild run pointer.
+ * wild run pointer, 11 a destructor that segfaults (attest crashed at exit after its summary:
+ * found by tests/bad_input_campaign.py in a plugin whose .fini_array a mutation broke).
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -166,6 +167,10 @@ static const attest_candidate wild_run = {
     .kernel = ATTEST_KERNEL_INDEXER,
     .run = (int (*)(void *, const attest_kernel_args *))(uintptr_t)0x1000,
 };
+#endif
+
+#if HAZARD == 11
+__attribute__((destructor)) static void hostile_destructor(void) { raise(SIGSEGV); }
 #endif
 
 #if HAZARD == 6 || HAZARD == 8

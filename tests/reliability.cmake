@@ -5,7 +5,7 @@ target_include_directories(attest_hostile_plugin PRIVATE ${CMAKE_SOURCE_DIR}/har
 set_target_properties(attest_hostile_plugin PROPERTIES C_VISIBILITY_PRESET hidden
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/plugins)
 set(ATTEST_HAZARD_PLUGINS "")
-foreach(n RANGE 1 10)
+foreach(n RANGE 1 11)
   add_library(attest_hazard_plugin_${n} MODULE hostile_plugin.c)
   target_include_directories(attest_hazard_plugin_${n} PRIVATE ${CMAKE_SOURCE_DIR}/harness/include)
   target_compile_definitions(attest_hazard_plugin_${n} PRIVATE HAZARD=${n})

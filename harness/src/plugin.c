@@ -59,7 +59,7 @@ static int is_code(const void *fn)
  * first (plugin_probe) and, when that passed, in the caller: the same steps give the same
  * answer, and whatever crashes or hangs has then done so in the child. */
 static attest_status load_and_find(const char *path, const char *name,
-                                   const attest_candidate **out)
+                                   const attest_candidate **out, void **handle)
 {
     /* A name dlopen searches for, or a missing file, is dlopen's to report. */
     struct stat sb;
@@ -74,6 +74,7 @@ static attest_status load_and_find(const char *path, const char *name,
                            why ? why : "unknown dlopen error");
     }
     /* The library stays loaded for the life of the process: candidates point into it. */
+    if (handle) *handle = lib;
     dlerror();
     void *sym = dlsym(lib, ATTEST_PLUGIN_ENTRY_SYMBOL);
     if (sym == NULL)
@@ -139,9 +140,18 @@ static int plugin_child(int fd, void *arg)
 {
     const plugin_target *t = arg;
     const attest_candidate *c = NULL;
+    void *lib = NULL;
     plugin_report r;
     memset(&r, 0, sizeof r);
-    r.status = (int32_t)load_and_find(t->path, t->name, &c);
+    r.status = (int32_t)load_and_find(t->path, t->name, &c, &lib);
+    /* The library's destructors run at the caller's exit: run them here first (a corrupt
+     * .fini_array would otherwise crash attest after its summary). */
+    if (r.status == ATTEST_OK && lib && dlclose(lib) != 0) {
+        r.status = ATTEST_ERR_FORMAT;
+        snprintf(r.message, sizeof r.message, "plugin '%s' cannot be unloaded: %s", t->path,
+                 dlerror());
+        return child_probe_write_all(fd, &r, sizeof r) == 0 ? 0 : 1;
+    }
     snprintf(r.message, sizeof r.message, "%s", r.status ? attest_last_error() : "");
     return child_probe_write_all(fd, &r, sizeof r) == 0 ? 0 : 1;
 }
@@ -167,7 +177,8 @@ static attest_status plugin_probe(const char *path, const char *name)
     }
     char end[96];
     return attest_fail(ATTEST_ERR_FORMAT,
-                       "plugin '%s': loading it (constructors, %s()) %s; not loaded", path,
+                       "plugin '%s': loading it (constructors, %s(), destructors) %s; not "
+                       "loaded", path,
                        ATTEST_PLUGIN_ENTRY_SYMBOL, child_probe_end(&p, wstatus, end, sizeof end));
 }
 
@@ -200,5 +211,5 @@ attest_status attest_plugin_load(const char *spec, const attest_candidate **out)
     /* $ATTEST_PLUGIN_PROBE=0 skips the child (a debugger session); the default probes. */
     const char *env = getenv("ATTEST_PLUGIN_PROBE");
     if (!(env && !strcmp(env, "0"))) ATTEST_FORWARD(plugin_probe(path, name));
-    return load_and_find(path, name, out);
+    return load_and_find(path, name, out, NULL);
 }

@@ -316,6 +316,13 @@ def finding_13_messages(tmp, hostile):
     one_line_error(rc, out, err, "a policy whose name holds a newline and an escape")
     check("\x1b" not in out + err and "control characters" in err,
           f"a terminal escape echoed raw: {out[-200:]!r} {err!r}")
+    # A parse error quoting a control character of the file (found by bad_input_campaign.py).
+    ff = os.path.join(tmp, "formfeed.json")
+    with open(ff, "wb") as f:
+        f.write(b'{"schema": 1, "name": "x", \x0c')
+    rc, out, err = run_to(60, "run", "--candidate", "cpu-indexer", "--policy", ff)
+    one_line_error(rc, out, err, "a policy parse error quoting a form feed")
+    check("\x0c" not in err, f"a control character echoed raw: {err!r}")
     # No stale temporaries after a killed run is replaced.
     killed = killed_campaign(tmp, "stale.h5", cand="cpu-indexer", seconds=1.0)
     with open(killed + ".final999999", "w") as f:
