@@ -81,8 +81,8 @@ def verdict_line(out):
 def classify(rc, out, err, special, expect=None):
     if rc == "hang":
         return "hang"
-    if rc < 0 or rc >= 128:
-        return "crash"
+    if rc < 0 or rc >= 128 or rc not in (0, 1, 2):
+        return "crash"  # a signal, or a sanitizer's exit code (ASAN_OPTIONS=exitcode=99)
     if rc == 2:
         lines = [l for l in err.splitlines() if l.strip()]
         return "error" if len(lines) == 1 and lines[0].startswith("attest") else "messy-error"
