@@ -16,3 +16,13 @@ endforeach()
 list(JOIN ATTEST_HAZARD_PLUGINS "," ATTEST_HAZARD_PLUGIN_LIST)
 attest_add_python_test(test_reliability py/test_reliability.py LABELS cli
   ARGS $<TARGET_FILE:attest_hostile_plugin> "${ATTEST_HAZARD_PLUGIN_LIST}")
+
+# The bad-input campaign in small (10 mutants per loader, special files): 0 crashes, hangs,
+# silently wrong results and multi-line errors. The full one: tests/bad_input_campaign.py.
+if(Python3_Interpreter_FOUND)
+  add_test(NAME bad_input_campaign_smoke
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/bad_input_campaign.py
+            ${CMAKE_BINARY_DIR} --per-loader 10 --jobs 1)
+  set_tests_properties(bad_input_campaign_smoke PROPERTIES LABELS "slow"
+    ENVIRONMENT "CUDA_VISIBLE_DEVICES=" TIMEOUT 900)
+endif()
