@@ -101,7 +101,7 @@ static void fill_queries(attest_case *c, attest_rng *qr, attest_rng *edges, int 
         float x = (float)attest_rng_normal_portable(qr, 0.0, sigma);
         if (x > 448.0f) x = 448.0f;
         if (x < -448.0f) x = -448.0f;
-        q[i] = attest_fp8_encode(x, ATTEST_FP8_NONSAT);
+        q[i] = attest_fp8_encode_inline(x, ATTEST_FP8_NONSAT);
         if (q_true) q_true[i] = x;
     }
     if (edge_bytes && attest_rng_bernoulli(edges, 0.5)) {

@@ -270,7 +270,7 @@ static void fill_queries(attest_case *c, attest_rng *qr)
     const double sigma = sigmas[attest_rng_below(qr, 4)];
     const size_t nq = attest_tensor_count(qt);
     for (size_t i = 0; i < nq; i++)
-        q[i] = attest_bf16_encode((float)attest_rng_normal_portable(qr, 0.0, sigma));
+        q[i] = attest_bf16_encode_inline((float)attest_rng_normal_portable(qr, 0.0, sigma));
     if (p->has_sink) {
         float *sink = attest_case_tensor(c, "attn_sink")->data;
         const int with_inf = attest_rng_bernoulli(qr, 0.5);

@@ -6,6 +6,7 @@
 #ifndef ATTEST_NUMERICS_H
 #define ATTEST_NUMERICS_H
 
+#include <float.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -76,6 +77,55 @@ uint16_t attest_bf16_encode_f64(double x);
 
 uint32_t attest_f32_bits(float x);
 float attest_f32_from_bits(uint32_t bits);
+
+/* Inline encoders for hot loops ----------------------------------------------------------- */
+
+/* The same functions as attest_fp8_encode and attest_bf16_encode, bit for bit on every float
+ * (tests/test_numerics_inline.c checks every float32 bit pattern), written without branches so
+ * they inline into the cache writer's loops: the out-of-line encoders keep the readable case
+ * analysis, these trade it for selects. Unlike the out-of-line encoders, the fp8 one relies on
+ * the default rounding mode (round to nearest even). Round-to-nearest-even of v >> s is
+ * (v + 2^(s-1) - 1 + ((v >> s) & 1)) >> s: the odd bit breaks exact ties upward. */
+static inline uint8_t attest_fp8_encode_inline(float x, attest_fp8_overflow overflow)
+{
+#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+    /* float arithmetic evaluated wider (x87): the rounding trick below would round twice */
+    return attest_fp8_encode(x, overflow);
+#endif
+    union { float f; uint32_t u; } in = {x};
+    const uint32_t u = in.u;
+    const uint32_t sign = (u >> 24) & 0x80u;
+    const uint32_t a = u & 0x7FFFFFFFu;
+    /* |x| >= 2^-6: rebias the exponent|mantissa bits (a carry ripples into the exponent). */
+    const uint32_t normal = ((a + 0x7FFFFu + ((a >> 20) & 1u)) >> 20) - ((127u - 7u) << 3);
+    /* |x| < 2^-6: the code is |x| in units of 2^-9, rounded to the nearest integer. |x| * 2^9
+     * is exact (a power of two), and adding 2^23 rounds it to an integer in the float unit, ties
+     * to even: the default rounding mode, the one the float32 products feeding the writer use
+     * too. No variable shift, so the writer's loops vectorize on any x86-64. Garbage for larger
+     * |x|, where the select below does not take it. */
+    union { float f; uint32_t u; } mag = {.u = a};
+    union { float f; uint32_t u; } rounded = {.f = mag.f * 512.0f + 8388608.0f};
+    const uint32_t sub = rounded.u - 0x4B000000u;
+    /* Selects as masks (all ones or zero): compilers keep them branch-free, where a ternary
+     * on random data may become a mispredicted branch. */
+    const uint32_t is_normal = 0u - (uint32_t)(a >= 0x3C800000u);
+    uint32_t code = (normal & is_normal) | (sub & ~is_normal);
+    const uint32_t over = overflow == ATTEST_FP8_SATFINITE ? 0x7Eu : 0x7Fu;
+    const uint32_t overflowed = 0u - (uint32_t)(code > 0x7Eu); /* |x| > 464 and inf */
+    code = (over & overflowed) | (code & ~overflowed);
+    code |= 0x7Fu & (0u - (uint32_t)(a > 0x7F800000u));        /* NaN keeps its sign */
+    return (uint8_t)(sign | code);
+}
+
+static inline uint16_t attest_bf16_encode_inline(float x)
+{
+    union { float f; uint32_t u; } in = {x};
+    const uint32_t u = in.u;
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t nan = ((u >> 16) & 0x8000u) | 0x7FC0u;
+    const uint32_t is_nan = 0u - (uint32_t)((u & 0x7FFFFFFFu) > 0x7F800000u);
+    return (uint16_t)((nan & is_nan) | (rounded & ~is_nan));
+}
 
 #ifdef __cplusplus
 }
