@@ -56,10 +56,20 @@ static void bench_encoders(void)
             double t0 = now();
             uint32_t acc = 0;
             switch (rows[k].kind) {
-            case 0: for (uint32_t i = 0; i < N_VALUES; i++) out[i] = attest_fp8_encode(x[i], ATTEST_FP8_NONSAT); break;
-            case 1: for (uint32_t i = 0; i < N_VALUES; i++) out[i] = attest_fp8_encode_inline(x[i], ATTEST_FP8_NONSAT); break;
-            case 2: for (uint32_t i = 0; i < N_VALUES; i++) acc += attest_bf16_encode(x[i]); break;
-            case 3: for (uint32_t i = 0; i < N_VALUES; i++) acc += attest_bf16_encode_inline(x[i]); break;
+            case 0:
+                for (uint32_t i = 0; i < N_VALUES; i++)
+                    out[i] = attest_fp8_encode(x[i], ATTEST_FP8_NONSAT);
+                break;
+            case 1:
+                for (uint32_t i = 0; i < N_VALUES; i++)
+                    out[i] = attest_fp8_encode_inline(x[i], ATTEST_FP8_NONSAT);
+                break;
+            case 2:
+                for (uint32_t i = 0; i < N_VALUES; i++) acc += attest_bf16_encode(x[i]);
+                break;
+            case 3:
+                for (uint32_t i = 0; i < N_VALUES; i++) acc += attest_bf16_encode_inline(x[i]);
+                break;
             }
             double t = now() - t0;
             acc += out[N_VALUES / 2];

@@ -248,6 +248,14 @@ attest_status attest_engine_generate(const attest_job *job, uint64_t index, uint
     return ATTEST_OK;
 }
 
+int attest_engine_time_up(engine_run *er)
+{
+    if (er->opt->time_limit <= 0) return 0;
+    if (!er->totals->timed_out && now_seconds() - er->start >= er->opt->time_limit)
+        er->totals->timed_out = 1;
+    return er->totals->timed_out;
+}
+
 void attest_engine_take_filtered(engine_run *er)
 {
     er->totals->filtered++;
@@ -286,7 +294,7 @@ static attest_status run_job(engine_run *er, const attest_job *job)
     ATTEST_FORWARD(attest_runner_create(job->candidate, &er->opt->runner, &runner));
     attest_status st = ATTEST_OK;
     const uint64_t n = job->use_case_seed ? 1 : job->cases;
-    for (uint64_t i = 0; i < n && !stop_requested; i++) {
+    for (uint64_t i = 0; i < n && !stop_requested && !attest_engine_time_up(er); i++) {
         const uint64_t seed = job->use_case_seed ? job->case_seed : attest_case_seed(job->seed, i);
         attest_case c;
         int skip = 0;
@@ -362,7 +370,8 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
     if (opt.jobs > 1 && st == ATTEST_OK) {
         st = attest_engine_run_sharded(&er, jobs, num_jobs);
     } else {
-        for (size_t j = 0; j < num_jobs && st == ATTEST_OK && !stop_requested; j++)
+        for (size_t j = 0; j < num_jobs && st == ATTEST_OK && !stop_requested &&
+                           !attest_engine_time_up(&er); j++)
             st = run_job(&er, &jobs[j]);
     }
     totals->interrupted = stop_requested != 0;

@@ -36,6 +36,7 @@ typedef struct attest_engine_options {
     uint32_t jobs;                 /* worker processes the cases are sharded over (0, 1: none) */
     const char *junit_path;        /* JUnit XML report, one testcase per case, or NULL */
     const char *junit_suite;       /* its suite name ("attest run") */
+    double time_limit;             /* seconds; stop (as complete) when it is up (0: none) */
 } attest_engine_options;
 
 typedef struct attest_engine_totals {
@@ -44,6 +45,7 @@ typedef struct attest_engine_totals {
     double seconds;
     int interrupted;               /* SIGINT/SIGTERM or max_failures stopped it */
     int stop_signal;               /* SIGINT or SIGTERM stopped it (0: not a signal) */
+    int timed_out;                 /* the time limit ended it (not an interruption) */
 } attest_engine_totals;
 
 /* The exit status of a run: 128 + signal when a signal stopped it (never 0: an interrupted run

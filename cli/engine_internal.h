@@ -22,6 +22,9 @@ typedef struct engine_run {
     uint32_t failures_printed;
 } engine_run;
 
+/* Returns 1 once the options' time limit is up (and records it in the totals). */
+int attest_engine_time_up(engine_run *er);
+
 /* Takes one judged case in campaign order: numbers it, counts it, appends it (with `c` and
  * `kept` for a failing case's repro; both may be NULL), prints it when it failed and updates the
  * progress line. Returns the results file's error, if any. */

@@ -26,7 +26,7 @@ enum { MSG_RECORD = 1, MSG_FILTERED = 2, MSG_ERROR = 3 };
 typedef struct msg_header {
     uint32_t type;
     int32_t status;   /* MSG_ERROR: the attest_status */
-    uint32_t blobs;   /* MSG_RECORD: blobs that follow the record (reference, candidate per output) */
+    uint32_t blobs;   /* MSG_RECORD: blobs after the record (reference, candidate per output) */
     uint32_t unused;
 } msg_header;
 
@@ -319,7 +319,7 @@ attest_status attest_engine_run_sharded(engine_run *er, const attest_job *jobs, 
         const attest_job *job = &jobs[j];
         const uint64_t cases = job_cases(job);
         for (uint64_t i = 0; i < cases && st == ATTEST_OK; i++, g++) {
-            if (attest_engine_stop_requested) break;
+            if (attest_engine_stop_requested || attest_engine_time_up(er)) break;
             const uint32_t w = (uint32_t)(g % n);
             msg_header h;
             int rc = read_all(fds[w], &h, sizeof h);
@@ -351,7 +351,8 @@ attest_status attest_engine_run_sharded(engine_run *er, const attest_job *jobs, 
         }
     }
     /* Closing the pipes ends a worker that is still sending; SIGTERM one that is judging. */
-    const int finished = st == ATTEST_OK && !attest_engine_stop_requested;
+    const int finished =
+        st == ATTEST_OK && !attest_engine_stop_requested && !er->totals->timed_out;
     for (uint32_t w = 0; w < started; w++) {
         close(fds[w]);
         if (!finished) kill(pids[w], SIGTERM);

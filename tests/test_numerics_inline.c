@@ -35,7 +35,8 @@ static unsigned check_bits(uint32_t bits)
     const uint16_t want = attest_bf16_encode(x), got = attest_bf16_encode_inline(x);
     if (want != got) {
         bad++;
-        if (printed++ < 8) printf("bf16 of 0x%08x: inline 0x%04x, expected 0x%04x\n", bits, got, want);
+        if (printed++ < 8)
+            printf("bf16 of 0x%08x: inline 0x%04x, expected 0x%04x\n", bits, got, want);
     }
     return bad;
 }

@@ -1,0 +1,317 @@
+/* Case minimizer (attest/minimize.h): structural reductions (requests, query rows, heads) by
+ * copying slices of the per-request tensors into a smaller case, then value reductions (index
+ * slots to -1, shorter lengths) on copies, each kept only when the predicate still fails. The
+ * search is the usual delta-debugging shape: remove chunks of half the items, then quarters, down
+ * to single items, and start over while anything was removed. */
+#include "attest/minimize.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum axis_kind { AX_REQ = 0, AX_ROW = 1, AX_HEAD = 2 } axis_kind;
+
+typedef struct search {
+    attest_minimize_predicate pred;
+    void *ctx;
+    uint32_t max_tries;
+    attest_minimize_stats stats;
+    int broken; /* the predicate returned -1 */
+} search;
+
+static int has_truth(const attest_case *c)
+{
+    for (size_t i = 0; i < c->num_tensors; i++)
+        if (c->tensors[i].role == ATTEST_ROLE_TRUTH) return 1;
+    return 0;
+}
+
+static int32_t axis_count(const attest_case *c, axis_kind k)
+{
+    if (c->kernel == ATTEST_KERNEL_INDEXER) {
+        const attest_indexer_params *p = &c->params.indexer;
+        return k == AX_REQ ? p->b : k == AX_ROW ? p->next_n : p->heads;
+    }
+    const attest_mla_params *p = &c->params.mla;
+    return k == AX_REQ ? p->b : k == AX_ROW ? p->s_q : p->h_q;
+}
+
+static void set_axis_count(attest_case *c, axis_kind k, int32_t n)
+{
+    if (c->kernel == ATTEST_KERNEL_INDEXER) {
+        attest_indexer_params *p = &c->params.indexer;
+        *(k == AX_REQ ? &p->b : k == AX_ROW ? &p->next_n : &p->heads) = n;
+    } else {
+        attest_mla_params *p = &c->params.mla;
+        *(k == AX_REQ ? &p->b : k == AX_ROW ? &p->s_q : &p->h_q) = n;
+    }
+}
+
+/* Which axis of a named input tensor runs over requests, query rows or heads (-1: none). The
+ * indexer's weights [b*next_n, heads] has requests and rows folded into axis 0 (*folded = 1). */
+static int tensor_axis(const attest_case *c, const char *name, axis_kind k, int *folded)
+{
+    *folded = 0;
+    if (c->kernel == ATTEST_KERNEL_INDEXER) {
+        if (!strcmp(name, "q_fp8") || !strcmp(name, "q_true")) return (int)k;
+        if (!strcmp(name, "block_table") || !strcmp(name, "context_lens"))
+            return k == AX_REQ ? 0 : -1;
+        if (!strcmp(name, "weights")) {
+            if (k == AX_HEAD) return 1;
+            *folded = 1;
+            return 0;
+        }
+        return -1;
+    }
+    if (!strcmp(name, "q_bf16")) return (int)k;
+    if (!strcmp(name, "indices") || !strcmp(name, "extra_indices"))
+        return k == AX_HEAD ? -1 : (int)k;
+    if (!strcmp(name, "topk_length") || !strcmp(name, "extra_topk_length"))
+        return k == AX_REQ ? 0 : -1;
+    if (!strcmp(name, "attn_sink")) return k == AX_HEAD ? 0 : -1;
+    return -1;
+}
+
+/* Copies src's slices `keep` (indices along `axis`) into dst, whose shape differs only there. */
+static void copy_select(const attest_tensor *src, attest_tensor *dst, int axis, const int64_t *keep,
+                        int64_t n_keep)
+{
+    size_t outer = 1, inner = attest_dtype_size(src->dtype);
+    for (int d = 0; d < axis; d++) outer *= (size_t)src->shape[d];
+    for (int d = axis + 1; d < src->rank; d++) inner *= (size_t)src->shape[d];
+    const size_t old_n = (size_t)src->shape[axis];
+    const uint8_t *s = src->data;
+    uint8_t *o = dst->data;
+    for (size_t i = 0; i < outer; i++)
+        for (int64_t k = 0; k < n_keep; k++)
+            memcpy(o + (i * (size_t)n_keep + (size_t)k) * inner,
+                   s + (i * old_n + (size_t)keep[k]) * inner, inner);
+}
+
+/* A heap copy of src with only `keep` (n_keep of them) along axis kind k; n_keep < 0: a plain
+ * copy. Output tensors are left zero (the runner poisons them before every run). */
+static attest_status reshape(const attest_case *src, axis_kind k, const int64_t *keep,
+                             int64_t n_keep, attest_case *dst)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->kernel = src->kernel;
+    dst->seed = src->seed;
+    dst->params = src->params;
+    if (n_keep >= 0) set_axis_count(dst, k, (int32_t)n_keep);
+    ATTEST_FORWARD(attest_case_define_tensors(dst, has_truth(src)));
+    ATTEST_FORWARD(attest_case_alloc_heap(dst));
+    const int32_t rows = src->kernel == ATTEST_KERNEL_INDEXER ? src->params.indexer.next_n : 1;
+    const int32_t b = axis_count(src, AX_REQ);
+    for (size_t i = 0; i < dst->num_tensors; i++) {
+        attest_tensor *t = &dst->tensors[i];
+        if (t->role == ATTEST_ROLE_OUTPUT) continue;
+        const attest_tensor *s = attest_case_tensor_const(src, t->name);
+        if (s == NULL || s->data == NULL) continue;
+        int folded = 0;
+        const int axis = n_keep >= 0 ? tensor_axis(src, t->name, k, &folded) : -1;
+        if (axis < 0) {
+            if (s->nbytes == t->nbytes) memcpy(t->data, s->data, t->nbytes);
+            continue;
+        }
+        if (!folded) {
+            copy_select(s, t, axis, keep, n_keep);
+            continue;
+        }
+        /* weights rows are (request, row) pairs */
+        const int64_t n_rows = k == AX_REQ ? n_keep * rows : (int64_t)b * n_keep;
+        int64_t *sel = malloc((size_t)(n_rows ? n_rows : 1) * sizeof *sel);
+        if (!sel) {
+            attest_case_free(dst);
+            return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "minimizer: out of memory");
+        }
+        int64_t n = 0;
+        if (k == AX_REQ) {
+            for (int64_t r = 0; r < n_keep; r++)
+                for (int32_t j = 0; j < rows; j++) sel[n++] = keep[r] * rows + j;
+        } else {
+            for (int32_t r = 0; r < b; r++)
+                for (int64_t j = 0; j < n_keep; j++) sel[n++] = (int64_t)r * rows + keep[j];
+        }
+        copy_select(s, t, 0, sel, n);
+        free(sel);
+    }
+    return ATTEST_OK;
+}
+
+/* Calls the predicate within the budget. Returns 1 (keep), 0 (reject or budget spent). */
+static int try_case(search *s, const attest_case *c)
+{
+    if (s->broken || s->stats.tries >= s->max_tries) return 0;
+    s->stats.tries++;
+    const int r = s->pred(c, s->ctx);
+    if (r < 0) s->broken = 1;
+    if (r == 1) s->stats.accepted++;
+    return r == 1;
+}
+
+static void replace(attest_case *cur, attest_case *next)
+{
+    attest_case_free(cur);
+    *cur = *next;
+    memset(next, 0, sizeof *next);
+}
+
+/* Removes chunks of one axis while the predicate allows. Returns 1 when anything went. */
+static int reduce_axis(search *s, attest_case *cur, axis_kind k, attest_status *st)
+{
+    int any = 0;
+    int32_t n = axis_count(cur, k);
+    for (int32_t chunk = n / 2 > 0 ? n / 2 : 1; chunk >= 1 && n > 1; chunk /= 2) {
+        for (int32_t start = 0; start < n && n > 1;) {
+            const int32_t end = start + chunk < n ? start + chunk : n;
+            if (end - start >= n) break;
+            int64_t keep[4096];
+            int64_t m = 0;
+            if (n > 4096) return any;
+            for (int32_t i = 0; i < n; i++)
+                if (i < start || i >= end) keep[m++] = i;
+            attest_case next;
+            *st = reshape(cur, k, keep, m, &next);
+            if (*st != ATTEST_OK) return any;
+            if (try_case(s, &next)) {
+                replace(cur, &next);
+                n = axis_count(cur, k);
+                any = 1;
+            } else {
+                attest_case_free(&next);
+                start = end;
+            }
+        }
+    }
+    return any;
+}
+
+/* Sets chunks of valid (non -1) slots of an mla index tensor to -1. */
+static int reduce_indices(search *s, attest_case *cur, const char *name, attest_status *st)
+{
+    int any = 0;
+    for (;;) {
+        const attest_tensor *t = attest_case_tensor_const(cur, name);
+        if (!t || !t->data) return any;
+        const int32_t *idx = t->data;
+        const size_t total = attest_tensor_count(t);
+        size_t n = 0;
+        for (size_t i = 0; i < total; i++) n += idx[i] != -1;
+        int removed = 0;
+        for (size_t chunk = n / 2 > 0 ? n / 2 : 1; chunk >= 1 && n > 0 && !removed; chunk /= 2) {
+            for (size_t start = 0; start < n && !removed; start += chunk) {
+                attest_case next;
+                *st = reshape(cur, AX_REQ, NULL, -1, &next);
+                if (*st != ATTEST_OK) return any;
+                int32_t *w = attest_case_tensor(&next, name)->data;
+                size_t seen = 0;
+                for (size_t i = 0; i < total; i++) {
+                    if (w[i] == -1) continue;
+                    if (seen >= start && seen < start + chunk) w[i] = -1;
+                    seen++;
+                }
+                if (try_case(s, &next)) {
+                    replace(cur, &next);
+                    removed = any = 1;
+                } else {
+                    attest_case_free(&next);
+                }
+            }
+            if (chunk == 1) break;
+        }
+        if (!removed) return any;
+    }
+}
+
+/* Halves each request's length (topk_length, extra_topk_length, context_lens) while allowed. */
+static int reduce_lengths(search *s, attest_case *cur, const char *name, attest_status *st)
+{
+    int any = 0;
+    const attest_tensor *t = attest_case_tensor_const(cur, name);
+    if (!t || !t->data) return 0;
+    const size_t n = attest_tensor_count(t);
+    for (size_t r = 0; r < n; r++) {
+        for (;;) {
+            const int32_t len = ((const int32_t *)attest_case_tensor_const(cur, name)->data)[r];
+            if (len <= 0) break;
+            int kept = 0;
+            const int32_t tries[2] = {0, len / 2};
+            for (int k = 0; k < 2 && !kept; k++) {
+                if (k == 1 && tries[1] == 0) break;
+                attest_case next;
+                *st = reshape(cur, AX_REQ, NULL, -1, &next);
+                if (*st != ATTEST_OK) return any;
+                ((int32_t *)attest_case_tensor(&next, name)->data)[r] = tries[k];
+                if (try_case(s, &next)) {
+                    replace(cur, &next);
+                    kept = any = 1;
+                } else {
+                    attest_case_free(&next);
+                }
+            }
+            if (!kept) break;
+        }
+    }
+    return any;
+}
+
+attest_status attest_minimize_case(const attest_case *in, attest_minimize_predicate pred, void *ctx,
+                                   uint32_t max_tries, attest_case *out,
+                                   attest_minimize_stats *stats)
+{
+    ATTEST_RETURN_IF(!in || !pred || !out, ATTEST_ERR_INVALID_ARGUMENT,
+                     "attest_minimize_case: NULL argument");
+    search s = {.pred = pred, .ctx = ctx, .max_tries = max_tries ? max_tries : 4000};
+    ATTEST_FORWARD(reshape(in, AX_REQ, NULL, -1, out));
+    attest_status st = ATTEST_OK;
+    const int mla = in->kernel == ATTEST_KERNEL_MLA_DECODE;
+    for (int changed = 1; changed && st == ATTEST_OK && !s.broken;) {
+        changed = 0;
+        for (int k = AX_REQ; k <= AX_HEAD && st == ATTEST_OK; k++)
+            changed |= reduce_axis(&s, out, (axis_kind)k, &st);
+        if (mla) {
+            if (st == ATTEST_OK) changed |= reduce_lengths(&s, out, "topk_length", &st);
+            if (st == ATTEST_OK) changed |= reduce_lengths(&s, out, "extra_topk_length", &st);
+            if (st == ATTEST_OK) changed |= reduce_indices(&s, out, "indices", &st);
+            if (st == ATTEST_OK) changed |= reduce_indices(&s, out, "extra_indices", &st);
+        } else if (st == ATTEST_OK) {
+            changed |= reduce_lengths(&s, out, "context_lens", &st);
+        }
+        if (s.stats.tries >= s.max_tries) break;
+    }
+    if (stats) *stats = s.stats;
+    if (st != ATTEST_OK) {
+        attest_case_free(out);
+        return st;
+    }
+    if (s.broken) {
+        attest_case_free(out);
+        return attest_fail(ATTEST_ERR_INTERNAL, "minimizer: the predicate could not judge a case");
+    }
+    return ATTEST_OK;
+}
+
+attest_case_size attest_case_size_of(const attest_case *c)
+{
+    attest_case_size z = {axis_count(c, AX_REQ), axis_count(c, AX_ROW), axis_count(c, AX_HEAD), 0};
+    if (c->kernel == ATTEST_KERNEL_INDEXER) {
+        const attest_tensor *t = attest_case_tensor_const(c, "context_lens");
+        for (size_t i = 0; t && t->data && i < attest_tensor_count(t); i++)
+            z.entries += ((const int32_t *)t->data)[i];
+        return z;
+    }
+    const char *names[2] = {"indices", "extra_indices"};
+    const char *lens[2] = {"topk_length", "extra_topk_length"};
+    for (int s = 0; s < 2; s++) {
+        const attest_tensor *t = attest_case_tensor_const(c, names[s]);
+        if (!t || !t->data) continue;
+        const attest_tensor *tl = attest_case_tensor_const(c, lens[s]);
+        const int64_t K = t->shape[2], per_req = t->shape[1] * K;
+        const int32_t *idx = t->data;
+        for (size_t i = 0; i < attest_tensor_count(t); i++) {
+            const int64_t r = (int64_t)i / per_req, slot = (int64_t)i % K;
+            const int64_t limit = tl && tl->data ? ((const int32_t *)tl->data)[r] : K;
+            z.entries += idx[i] != -1 && slot < limit;
+        }
+    }
+    return z;
+}

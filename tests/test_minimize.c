@@ -1,0 +1,109 @@
+/* Tests of the case minimizer: it reaches the smallest case a toy predicate allows, never hands
+ * the predicate an invalid case, keeps what the predicate needs, and stops on a broken one. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attest/generator.h"
+#include "attest/minimize.h"
+
+/* A generated case with several requests, rows and heads and some valid entries. */
+static void big_case(attest_kernel k, attest_case *c)
+{
+    attest_gen_options o = attest_gen_defaults(k);
+    for (uint64_t i = 0;; i++) {
+        memset(c, 0, sizeof *c);
+        assert_int_equal(attest_generate_case(&o, attest_case_seed(77, i), c), ATTEST_OK);
+        const attest_case_size z = attest_case_size_of(c);
+        if (z.requests >= 2 && z.rows >= 2 && z.heads >= 2 && z.entries >= 8) return;
+        attest_case_free(c);
+    }
+}
+
+typedef struct toy {
+    int calls, invalid;
+    int32_t need_requests; /* fails only with at least this many requests */
+    int64_t need_entries;  /* ... and this many valid entries */
+    int broken;
+} toy;
+
+static int toy_pred(const attest_case *c, void *p)
+{
+    toy *t = p;
+    t->calls++;
+    if (t->broken) return -1;
+    if (attest_case_check_inputs(c) != ATTEST_OK) t->invalid++;
+    const attest_case_size z = attest_case_size_of(c);
+    return z.requests >= t->need_requests && z.entries >= t->need_entries;
+}
+
+/* "Fails whenever one entry is valid": shrinks to one request, row and head and one entry. */
+static void shrinks_to_the_minimum(void **state)
+{
+    (void)state;
+    const attest_kernel kernels[] = {ATTEST_KERNEL_MLA_DECODE, ATTEST_KERNEL_INDEXER};
+    for (int k = 0; k < 2; k++) {
+        attest_case c, m;
+        big_case(kernels[k], &c);
+        toy t = {.need_requests = 1, .need_entries = 1};
+        attest_minimize_stats st;
+        assert_int_equal(attest_minimize_case(&c, toy_pred, &t, 0, &m, &st), ATTEST_OK);
+        const attest_case_size z = attest_case_size_of(&m);
+        assert_int_equal(z.requests, 1);
+        assert_int_equal(z.rows, 1);
+        assert_int_equal(z.heads, 1);
+        /* the indexer's lengths halve: one position or a few; mla entries go one by one */
+        if (kernels[k] == ATTEST_KERNEL_MLA_DECODE) assert_int_equal(z.entries, 1);
+        else assert_true(z.entries >= 1 && z.entries <= 2);
+        assert_int_equal(t.invalid, 0);
+        assert_int_equal(st.tries, (uint32_t)t.calls);
+        assert_int_equal(attest_case_check_inputs(&m), ATTEST_OK);
+        attest_case_free(&m);
+        attest_case_free(&c);
+    }
+}
+
+/* What the predicate needs stays: two requests and 8 entries. */
+static void keeps_what_the_failure_needs(void **state)
+{
+    (void)state;
+    attest_case c, m;
+    big_case(ATTEST_KERNEL_MLA_DECODE, &c);
+    toy t = {.need_requests = 2, .need_entries = 8};
+    assert_int_equal(attest_minimize_case(&c, toy_pred, &t, 0, &m, NULL), ATTEST_OK);
+    const attest_case_size z = attest_case_size_of(&m);
+    assert_int_equal(z.requests, 2);
+    assert_int_equal(z.entries, 8);
+    assert_int_equal(z.heads, 1);
+    attest_case_free(&m);
+    attest_case_free(&c);
+}
+
+/* The budget bounds the calls; a predicate that cannot judge is an error, not a result. */
+static void budget_and_broken_predicate(void **state)
+{
+    (void)state;
+    attest_case c, m;
+    big_case(ATTEST_KERNEL_INDEXER, &c);
+    toy t = {.need_requests = 1, .need_entries = 1};
+    assert_int_equal(attest_minimize_case(&c, toy_pred, &t, 3, &m, NULL), ATTEST_OK);
+    assert_true(t.calls <= 3);
+    attest_case_free(&m);
+    toy b = {.broken = 1};
+    assert_int_equal(attest_minimize_case(&c, toy_pred, &b, 0, &m, NULL), ATTEST_ERR_INTERNAL);
+    attest_case_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(shrinks_to_the_minimum),
+        cmocka_unit_test(keeps_what_the_failure_needs),
+        cmocka_unit_test(budget_and_broken_predicate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
