@@ -26,6 +26,7 @@
 
 #include "attest/casefile.h"
 #include "attest/minimize.h"
+#include "attest/reference.h"
 #include "attest/registry.h"
 #include "attest/report.h"
 #include "attest/results.h"
@@ -397,7 +398,7 @@ int attest_cmd_fuzz(int argc, char **argv)
         attest_case_record found[4];
         const size_t n = first_failures(a.out, found, 4);
         attest_runner_options ropt = opt.runner; /* policy NULL: the embedded default */
-        ropt.reference = attest_engine_reference;
+        ropt.reference = attest_ref_simulated;
         for (size_t i = 0; i < n; i++)
             if (handle_finding(&a, cand, &ropt, &job, &found[i], (int)i + 1) != ATTEST_OK) {
                 fflush(stdout);
