@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "attest/casefile.h"
+#include "attest/files.h"
 #include "attest/minimize.h"
 #include "attest/reference.h"
 #include "attest/registry.h"
@@ -55,6 +56,7 @@ static void usage(FILE *f)
           "  --seed S           campaign seed (default: from the clock, printed)\n"
           "  --out FILE         every judged case in an HDF5 results file\n"
           "                     (default " DEFAULT_OUT ")\n"
+          "  --force            replace an earlier results file at --out (nothing else)\n"
           "  --findings DIR     where minimized findings go (default: .)\n"
           "  --reruns N         runs per case, compared bitwise (default 1; 2 catches\n"
           "                     nondeterministic kernels)\n"
@@ -68,7 +70,7 @@ static void usage(FILE *f)
 
 enum {
     OPT_TIME = 256, OPT_JOBS, OPT_SEED, OPT_FINDINGS, OPT_RERUNS, OPT_TIMEOUT, OPT_MAX_TRIES,
-    OPT_POLICY, OPT_QUIET
+    OPT_POLICY, OPT_QUIET, OPT_FORCE
 };
 
 static const struct option long_options[] = {
@@ -85,6 +87,7 @@ static const struct option long_options[] = {
     {"max-tries", required_argument, NULL, OPT_MAX_TRIES},
     {"policy", required_argument, NULL, OPT_POLICY},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"force", no_argument, NULL, OPT_FORCE},
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {NULL, 0, NULL, 0},
 };
@@ -94,7 +97,7 @@ typedef struct fuzz_args {
     double time, timeout;
     int32_t jobs, reruns, max_tries;
     uint64_t seed;
-    int have_seed, quiet;
+    int have_seed, quiet, force;
     attest_cli_gen_bounds gen;
 } fuzz_args;
 
@@ -128,6 +131,7 @@ static int parse(int argc, char **argv, fuzz_args *a)
         case OPT_FINDINGS: a->findings = optarg; break;
         case OPT_POLICY: a->policy = optarg; break;
         case OPT_QUIET: a->quiet = 1; break;
+        case OPT_FORCE: a->force = 1; break;
         case OPT_TIME:
             if (attest_cli_parse_double(optarg, 0.1, 86400.0 * 365, &a->time)) BAD("time");
             break;
@@ -323,6 +327,10 @@ int attest_cmd_fuzz(int argc, char **argv)
     fuzz_args a;
     int rc = parse(argc, argv, &a);
     if (rc >= 0) return rc;
+    const char *inputs[] = {a.policy, a.candidate};
+    if ((rc = attest_cli_check_output(VERB, a.out, ATTEST_OUTPUT_RESULTS, a.force, inputs, 2)) >=
+        0)
+        return rc;
     const attest_candidate *cand = NULL;
     if (attest_candidate_resolve(a.candidate, &cand) != ATTEST_OK)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
@@ -405,8 +413,8 @@ int attest_cmd_fuzz(int argc, char **argv)
                 attest_cli_usage_error(VERB, "%s", attest_last_error());
                 exit_code = ATTEST_EXIT_USAGE;
             }
-    } else if (totals.interrupted) {
-        exit_code = ATTEST_EXIT_FAILED;
+    } else {
+        exit_code = attest_engine_exit_status(&totals); /* a signal, or nothing judged */
     }
     attest_policy_free(policy);
     return exit_code;
