@@ -251,7 +251,7 @@ attest_status attest_engine_generate(const attest_job *job, uint64_t index, uint
 int attest_engine_time_up(engine_run *er)
 {
     if (er->opt->time_limit <= 0) return 0;
-    if (!er->totals->timed_out && now_seconds() - er->start >= er->opt->time_limit)
+    if (!er->totals->timed_out && attest_monotonic_seconds() - er->start >= er->opt->time_limit)
         er->totals->timed_out = 1;
     return er->totals->timed_out;
 }
