@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Time to first finding of `attest fuzz` on every shipped host mutant, and cases/s of the
+# correct candidates (issue 10).
+#
+#   bash bench/fuzz_ttff.sh [ATTEST] [SEEDS] [JOBS]
+#
+# ATTEST: the attest binary (default build/attest); SEEDS: searches per mutant, seeds 1..SEEDS
+# (default 5); JOBS: worker processes (default 1). Each search starts from nothing (fresh seeds,
+# no corpus) and stops at the first failing case; the time is the search's own (generation,
+# judging, isolation), not the minimization that follows. Prints a markdown table: per mutant
+# the median and max seconds and cases to the first finding, then cases/s of cpu-indexer and
+# cpu-mla-decode in a 10 s search that finds nothing.
+set -euo pipefail
+attest=${1:-build/attest}
+seeds=${2:-5}
+jobs=${3:-1}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+median_max() { # numbers on stdin -> "median max"
+  sort -g | awk '{v[NR]=$1} END {m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2;
+                                printf "%s %s\n", m, v[NR]}'
+}
+
+echo "| mutant | median s | max s | median cases | max cases | verdict |"
+echo "|---|---|---|---|---|---|"
+for m in $("$attest" list | awk '$1 ~ /^mutant-/ && $3 == "host" {print $1}'); do
+  : > "$tmp/t"; : > "$tmp/n"; verdict=""
+  for s in $(seq 1 "$seeds"); do
+    out=$("$attest" fuzz --candidate "$m" --time 120 --jobs "$jobs" --seed "$s" --timeout 0.5 \
+          --findings "$tmp" --out "$tmp/r.h5" --force --quiet --max-tries 1 || true)
+    line=$(grep -E '^time to first finding' <<<"$out" || true)
+    if [ -z "$line" ]; then echo "| $m | none in 120 s (seed $s) | | | | |"; continue 2; fi
+    sed -E 's/.*: ([0-9.]+) s \(([0-9]+) cases\).*/\1/' <<<"$line" >> "$tmp/t"
+    sed -E 's/.*: ([0-9.]+) s \(([0-9]+) cases\).*/\2/' <<<"$line" >> "$tmp/n"
+    verdict=$(grep -oE '^finding 1: [A-Z_]+' <<<"$out" | awk '{print $3}')
+    rm -f "$tmp"/finding-*.h5
+  done
+  read -r tm tx < <(median_max < "$tmp/t")
+  read -r nm nx < <(median_max < "$tmp/n")
+  echo "| $m | $tm | $tx | $nm | $nx | $verdict |"
+done
+echo
+echo "| correct candidate | cases/s ($jobs job(s), 10 s, reruns 1) |"
+echo "|---|---|"
+for c in cpu-indexer cpu-mla-decode; do
+  out=$("$attest" fuzz --candidate "$c" --time 10 --jobs "$jobs" --seed 1 --findings "$tmp" \
+        --out "$tmp/r.h5" --force --quiet || true)
+  rate=$(grep -oE '\(([0-9]+) cases/s' <<<"$out" | grep -oE '[0-9]+' | head -1)
+  echo "| $c | $rate |"
+done
