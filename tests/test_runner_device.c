@@ -63,12 +63,14 @@ static int dev_sync(void) { return fake_fault; }
 
 static const char *dev_error(void) { return "an illegal memory access was encountered (fake)"; }
 
-static const attest_device_ops fake_ops = {sizeof(attest_device_ops), "fake", open_ok, describe,
-                                           dev_alloc, dev_free, dev_copy, dev_copy, dev_sync,
-                                           dev_error};
-static const attest_device_ops no_device_ops = {sizeof(attest_device_ops), "fake", open_fail,
-                                                NULL, dev_alloc, dev_free, dev_copy, dev_copy,
-                                                dev_sync, dev_error};
+static const attest_device_ops fake_ops = {
+    .struct_size = sizeof(attest_device_ops), .name = "fake", .open = open_ok,
+    .describe = describe, .alloc = dev_alloc, .free = dev_free, .copy_h2d = dev_copy,
+    .copy_d2h = dev_copy, .synchronize = dev_sync, .last_error = dev_error};
+static const attest_device_ops no_device_ops = {
+    .struct_size = sizeof(attest_device_ops), .name = "fake", .open = open_fail,
+    .alloc = dev_alloc, .free = dev_free, .copy_h2d = dev_copy, .copy_d2h = dev_copy,
+    .synchronize = dev_sync, .last_error = dev_error};
 
 /* --- a device candidate -------------------------------------------------------------------- */
 

@@ -72,6 +72,62 @@ int cuda_synchronize(void)
 
 const char *cuda_last_error(void) { return cudaGetErrorString(last_status); }
 
+// Device timing for attest bench: events on the stream candidates launch on.
+cudaEvent_t timer_events[2];
+
+int cuda_timer_start(void)
+{
+    for (cudaEvent_t &e : timer_events)
+        if (!e && remember(cudaEventCreate(&e))) return 1;
+    return remember(cudaEventRecord(timer_events[0], cudaStreamPerThread));
+}
+
+int cuda_timer_stop(double *ms)
+{
+    float elapsed = 0.0f;
+    if (remember(cudaEventRecord(timer_events[1], cudaStreamPerThread)) ||
+        remember(cudaEventSynchronize(timer_events[1])) ||
+        remember(cudaEventElapsedTime(&elapsed, timer_events[0], timer_events[1])))
+        return 1;
+    *ms = elapsed;
+    return 0;
+}
+
+// The graph check: candidates launch on cudaStreamPerThread, so that is the stream captured.
+// Relaxed mode lets a candidate's host code do what it would do eagerly (a bug that reads
+// lengths back on a stream of its own must be captured, not refused).
+cudaGraph_t graph;
+cudaGraphExec_t graph_exec;
+
+void cuda_graph_release(void)
+{
+    if (graph_exec) cudaGraphExecDestroy(graph_exec);
+    if (graph) cudaGraphDestroy(graph);
+    graph_exec = nullptr;
+    graph = nullptr;
+}
+
+int cuda_graph_begin(void)
+{
+    cuda_graph_release();
+    return remember(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeRelaxed));
+}
+
+int cuda_graph_end(void)
+{
+    if (remember(cudaStreamEndCapture(cudaStreamPerThread, &graph))) {
+        graph = nullptr;
+        return 1;
+    }
+    if (remember(cudaGraphInstantiate(&graph_exec, graph, 0))) {
+        graph_exec = nullptr;
+        return 1;
+    }
+    return 0;
+}
+
+int cuda_graph_launch(void) { return remember(cudaGraphLaunch(graph_exec, cudaStreamPerThread)); }
+
 attest_device_ops make_ops()
 {
     attest_device_ops ops = {};
@@ -85,6 +141,12 @@ attest_device_ops make_ops()
     ops.copy_d2h = cuda_copy_d2h;
     ops.synchronize = cuda_synchronize;
     ops.last_error = cuda_last_error;
+    ops.timer_start = cuda_timer_start;
+    ops.timer_stop = cuda_timer_stop;
+    ops.graph_begin = cuda_graph_begin;
+    ops.graph_end = cuda_graph_end;
+    ops.graph_launch = cuda_graph_launch;
+    ops.graph_release = cuda_graph_release;
     return ops;
 }
 

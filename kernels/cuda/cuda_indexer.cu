@@ -9,6 +9,7 @@
 
 #include "attest/candidate.h"
 #include "attest/cuda_candidates.h"
+#include "cuda_registry.h"
 
 namespace {
 
@@ -116,11 +117,11 @@ int cuda_indexer_run(void *, const attest_kernel_args *args)
     const int logical_blocks = (p.max_len + kBlockPositions - 1) / kBlockPositions;
     dim3 grid(logical_blocks, rows);
     const size_t shared = static_cast<size_t>(p.heads) * kHeadDim * sizeof(float);
-    indexer_logits_kernel<<<grid, kBlockPositions, shared>>>(p, a.cache, a.block_table,
-                                                             a.context_lens, a.q_fp8, a.weights,
-                                                             a.logits);
-    if (cudaGetLastError() != cudaSuccess) return 1;
-    return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;
+    // cudaStreamPerThread and no synchronize here (the harness synchronizes): a launch the
+    // harness can capture into a CUDA graph.
+    indexer_logits_kernel<<<grid, kBlockPositions, shared, cudaStreamPerThread>>>(
+        p, a.cache, a.block_table, a.context_lens, a.q_fp8, a.weights, a.logits);
+    return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
 
 attest_candidate make_cuda_indexer()
@@ -158,7 +159,7 @@ const attest_candidate *const cuda_candidates[] = {&cuda_indexer};
 
 }  // namespace
 
-extern "C" const attest_candidate *const *attest_cuda_candidates(size_t *count)
+const attest_candidate *const *cuda_direct_candidates(size_t *count)
 {
     *count = sizeof cuda_candidates / sizeof cuda_candidates[0];
     return cuda_candidates;

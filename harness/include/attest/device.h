@@ -40,7 +40,26 @@ typedef struct attest_device_ops {
     int (*synchronize)(void);
     /* The text of the last failure ("an illegal memory access was encountered"); never NULL. */
     const char *(*last_error)(void);
+
+    /* Optional, for `attest bench`: a device timer around queued work. timer_start marks the
+     * start; timer_stop marks the end, waits for it and sets *ms to the device time between. */
+    int (*timer_start)(void);
+    int (*timer_stop)(double *ms);
+
+    /* Optional, for the graph check (`--graph`): capture what a candidate's run() queues into
+     * one graph (graph_begin ... graph_end, which also instantiates it), replay it
+     * (graph_launch, then synchronize) and drop it (graph_release, safe when none exists). */
+    int (*graph_begin)(void);
+    int (*graph_end)(void);
+    int (*graph_launch)(void);
+    void (*graph_release)(void);
 } attest_device_ops;
+
+/* Whether a registered table has the optional op `field` (a newer struct member). */
+#define ATTEST_DEVICE_HAS_OP(ops, field)                                                   \
+    ((ops) != NULL &&                                                                     \
+     (ops)->struct_size >= offsetof(attest_device_ops, field) + sizeof((ops)->field) &&   \
+     (ops)->field != NULL)
 
 /* Registers the device ops (the table must outlive its use; NULL unregisters). Registration
  * only stores the pointer: it is safe in the parent and must happen there, before the first case

@@ -1,0 +1,310 @@
+// A paged tensor-core CUDA indexer ("cuda-indexer-paged") and its broken variants.
+//
+// One CUDA block per (request, 64-position page of the logits row). The grid is fixed by the
+// case's maximum context (max_len), never by the actual lengths, so one captured CUDA graph
+// serves any lengths written into the same buffers. A page past the request's length writes
+// -inf and returns without reading the page table or the cache.
+//
+// A live page is read once with 16-byte loads (8192 fp8 bytes, then the 256-byte scale area),
+// decoded to fp16 in shared memory (every e4m3 value is exact in fp16) and multiplied by the
+// query heads with mma.sync m16n8k16 (fp16 in, fp32 accumulate): M = 16 heads per warp,
+// N = 8 positions, K = 16 dims. Every next_n row of the request shares the page, so the cache
+// is read once per request, not once per row. The relu, the head weights and the sum over
+// heads follow DeepGEMM's order (fmaxf(dot, 0) * w, then times the position's scale).
+//
+// Launches go to cudaStreamPerThread and run() does not synchronize (the harness does): that is
+// what lets the harness capture a launch into a CUDA graph.
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "attest/candidate.h"
+#include "attest/cuda_candidates.h"
+#include "cuda_paged_variants.h"
+
+namespace {
+
+constexpr int kPage = 64;            // positions per c4-indexer block
+constexpr int kBlockBytes = 8448;    // 64 x 128 fp8, then 64 fp32 scales
+constexpr int kScaleOffset = 8192;
+constexpr int kHeadDim = 128;
+constexpr int kHeadTile = 16;        // heads per warp: the M of one MMA
+constexpr int kMaxWarps = 16;        // next_n * ceil(heads / 16) warps per block, at most
+constexpr int kMaxHeads = 128;
+// fp16 page rows padded by 8 halves (16 bytes): a fragment load by the 8 lane groups of a warp
+// then hits 8 different 4-bank groups instead of one bank eight times.
+constexpr int kRowHalves = kHeadDim + 8;
+
+static_assert(kPage * kHeadDim + kPage * 4 == kBlockBytes, "c4-indexer block layout");
+static_assert(kBlockBytes % 16 == 0, "16-byte loads cover the block exactly");
+
+struct paged_args {
+    const uint8_t *cache;
+    const int32_t *block_table;
+    const int32_t *context_lens;
+    const uint8_t *q;
+    const float *weights;
+    float *logits;
+    float *workspace;  // only the uninitialized-read variant uses it
+    int32_t requests, next_n, heads, head_tiles, max_len, blocks_per_req;
+};
+
+__device__ __forceinline__ uint32_t fp8x2_to_half2(uint16_t bits)
+{
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(bits, __NV_E4M3);
+    return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+}
+
+// D = A * B + D for one m16n8k16 tile; A row-major 16x16, B column-major 16x8, fp32 accumulate.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                          uint32_t b1)
+{
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Positions row `slot` of a request of length ctx may see (the MTP causal rule: slot j of
+// next_n sees t <= ctx - next_n + j), clamped to the row width.
+__device__ __forceinline__ int row_length(int ctx, int next_n, int slot, int max_len)
+{
+    const int len = ctx - next_n + slot + 1;
+    return min(max(len, 0), min(max(ctx, 0), max_len));
+}
+
+// Decodes the page's 64 fp8 rows into fp16 shared memory and its scales into k_scale, with
+// 16-byte loads. Streaming loads (no L1 allocation): each byte is read exactly once.
+__device__ __forceinline__ void load_page(const uint8_t *block, uint16_t *k_half, float *k_scale)
+{
+    const uint4 *src = reinterpret_cast<const uint4 *>(block);
+    for (int i = threadIdx.x; i < kBlockBytes / 16; i += blockDim.x) {
+        const uint4 v = __ldcs(src + i);
+        if (i < kScaleOffset / 16) {
+            const int pos = i >> 3, d0 = (i & 7) * 16;
+            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+            uint32_t h[8];
+            for (int k = 0; k < 4; k++) {
+                h[2 * k] = fp8x2_to_half2(static_cast<uint16_t>(w[k] & 0xFFFFu));
+                h[2 * k + 1] = fp8x2_to_half2(static_cast<uint16_t>(w[k] >> 16));
+            }
+            uint4 *dst = reinterpret_cast<uint4 *>(k_half + pos * kRowHalves + d0);
+            dst[0] = make_uint4(h[0], h[1], h[2], h[3]);
+            dst[1] = make_uint4(h[4], h[5], h[6], h[7]);
+        } else {
+            reinterpret_cast<uint4 *>(k_scale)[i - kScaleOffset / 16] = v;
+        }
+    }
+}
+
+// The wrong-stride bug: the block read as [64, 132]-byte records (the [num_blocks, 64, 1, 132]
+// view some code gives it), so position t's key is taken at t*132 and its scale at t*132 + 128.
+__device__ __forceinline__ void load_page_as_records(const uint8_t *block, uint16_t *k_half,
+                                                     float *k_scale)
+{
+    for (int i = threadIdx.x; i < kPage * kHeadDim / 2; i += blockDim.x) {
+        const int pos = i / (kHeadDim / 2), d = (i % (kHeadDim / 2)) * 2;
+        const uint8_t *rec = block + pos * (kHeadDim + 4);
+        const uint16_t bits = static_cast<uint16_t>(rec[d] | (rec[d + 1] << 8));
+        *reinterpret_cast<uint32_t *>(k_half + pos * kRowHalves + d) = fp8x2_to_half2(bits);
+    }
+    for (int pos = threadIdx.x; pos < kPage; pos += blockDim.x)
+        k_scale[pos] = *reinterpret_cast<const float *>(block + pos * (kHeadDim + 4) + kHeadDim);
+}
+
+template <paged_variant V>
+__global__ void __launch_bounds__(kMaxWarps * 32) paged_logits_kernel(paged_args a)
+{
+    __shared__ __align__(16) uint16_t k_half[kPage * kRowHalves];  // 17 KiB
+    __shared__ __align__(16) float k_scale[kPage];
+    __shared__ float partial[kMaxWarps][kPage];  // per warp: its 16 heads summed, per position
+
+    const int page = blockIdx.x, request = blockIdx.y;
+    const int page_start = page * kPage;
+    const int ctx = a.context_lens[request];
+    // The request's last row sees the most positions; nothing on this page is visible to any
+    // row when it starts past that row's length.
+    const int longest = row_length(ctx, a.next_n, a.next_n - 1, a.max_len);
+    float *const out = a.logits + static_cast<size_t>(request) * a.next_n * a.max_len;
+    if (page_start >= longest || page >= a.blocks_per_req) {
+        for (int i = threadIdx.x; i < a.next_n * kPage; i += blockDim.x) {
+            const int t = page_start + i % kPage;
+            if (t < a.max_len) out[static_cast<size_t>(i / kPage) * a.max_len + t] = -INFINITY;
+        }
+        return;
+    }
+    const int physical = a.block_table[static_cast<size_t>(request) * a.blocks_per_req + page];
+    const uint8_t *block = a.cache + static_cast<size_t>(physical) * kBlockBytes;
+    if (V == paged_variant::records132)
+        load_page_as_records(block, k_half, k_scale);
+    else
+        load_page(block, k_half, k_scale);
+
+    // This warp's (row, 16-head tile) and its A fragments: the query heads, fp8 -> fp16, loaded
+    // while the page is in flight. Heads past `heads` are zero (with weight zero below).
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int group = lane >> 2, quad = lane & 3;
+    const int slot = warp / a.head_tiles, tile = warp % a.head_tiles;
+    const int row = request * a.next_n + slot;
+    const int h_lo = tile * kHeadTile + group, h_hi = h_lo + 8;
+    const uint8_t *q_lo = a.q + (static_cast<size_t>(row) * a.heads + h_lo) * kHeadDim;
+    const uint8_t *q_hi = q_lo + 8 * kHeadDim;
+    uint32_t qa[kHeadDim / 16][4];
+#pragma unroll
+    for (int s = 0; s < kHeadDim / 16; s++) {
+        const int d = s * 16 + quad * 2;
+        qa[s][0] = h_lo < a.heads ? fp8x2_to_half2(*reinterpret_cast<const uint16_t *>(q_lo + d)) : 0u;
+        qa[s][1] = h_hi < a.heads ? fp8x2_to_half2(*reinterpret_cast<const uint16_t *>(q_hi + d)) : 0u;
+        qa[s][2] = h_lo < a.heads ? fp8x2_to_half2(*reinterpret_cast<const uint16_t *>(q_lo + d + 8)) : 0u;
+        qa[s][3] = h_hi < a.heads ? fp8x2_to_half2(*reinterpret_cast<const uint16_t *>(q_hi + d + 8)) : 0u;
+    }
+    const float *w = a.weights + static_cast<size_t>(row) * a.heads;
+    const float w_lo = h_lo < a.heads ? w[h_lo] : 0.0f;
+    const float w_hi = h_hi < a.heads ? w[h_hi] : 0.0f;
+    // The race: without this barrier a warp reads page rows another warp has not stored yet.
+    if (V != paged_variant::race) __syncthreads();
+
+    float acc[kPage / 8][4];
+#pragma unroll
+    for (int n = 0; n < kPage / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < kHeadDim / 16; s++) {
+#pragma unroll
+        for (int n = 0; n < kPage / 8; n++) {
+            // B fragment: position 8n + group, dims 16s + 2*quad (+1) and the same + 8.
+            const uint16_t *k = k_half + (n * 8 + group) * kRowHalves + s * 16 + quad * 2;
+            mma_16816(acc[n], qa[s], *reinterpret_cast<const uint32_t *>(k),
+                      *reinterpret_cast<const uint32_t *>(k + 8));
+        }
+    }
+    // acc[n] holds heads (group, group + 8) x positions 8n + 2*quad (+1). relu(NaN) = 0, as
+    // DeepGEMM's fmaxf; then the 8 lane groups (16 heads) are summed with shuffles.
+#pragma unroll
+    for (int n = 0; n < kPage / 8; n++) {
+        float p0 = fmaxf(acc[n][0], 0.0f) * w_lo + fmaxf(acc[n][2], 0.0f) * w_hi;
+        float p1 = fmaxf(acc[n][1], 0.0f) * w_lo + fmaxf(acc[n][3], 0.0f) * w_hi;
+#pragma unroll
+        for (int m = 4; m < 32; m <<= 1) {
+            p0 += __shfl_xor_sync(0xFFFFFFFFu, p0, m);
+            p1 += __shfl_xor_sync(0xFFFFFFFFu, p1, m);
+        }
+        if (group == 0) {
+            partial[warp][n * 8 + quad * 2] = p0;
+            partial[warp][n * 8 + quad * 2 + 1] = p1;
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < a.next_n * kPage; i += blockDim.x) {
+        const int r = i / kPage, p = i % kPage, t = page_start + p;
+        if (t >= a.max_len) continue;
+        float v = -INFINITY;
+        const bool visible = t < row_length(ctx, a.next_n, r, a.max_len);
+        if (visible) {
+            float sum = 0.0f;
+            for (int h = 0; h < a.head_tiles; h++) sum += partial[r * a.head_tiles + h][p];
+            v = sum * k_scale[p];
+        }
+        const size_t at = static_cast<size_t>(r) * a.max_len + t;
+        if (V == paged_variant::uninit) {
+            // Staged through a workspace; only visible positions are stored there.
+            if (visible) a.workspace[static_cast<size_t>(request) * a.next_n * a.max_len + at] = v;
+        } else {
+            out[at] = v;
+        }
+    }
+}
+
+// The uninitialized-read variant's second pass: it loads every workspace element, then masks.
+// The values it reads for invisible positions are never used, so the outputs are right; the
+// load of memory nobody wrote is what compute-sanitizer's initcheck reports.
+__global__ void unstage_kernel(paged_args a)
+{
+    const size_t n = static_cast<size_t>(a.requests) * a.next_n * a.max_len;
+    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+        const int t = static_cast<int>(i % a.max_len);
+        const size_t row = i / a.max_len;
+        const int request = static_cast<int>(row / a.next_n), slot = static_cast<int>(row % a.next_n);
+        const float staged = __ldcg(a.workspace + i);
+        a.logits[i] = t < row_length(a.context_lens[request], a.next_n, slot, a.max_len)
+                          ? staged : -INFINITY;
+    }
+}
+
+// The capture-time variant's first pass: every logit -inf.
+__global__ void fill_neg_inf_kernel(float *logits, size_t n)
+{
+    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<size_t>(gridDim.x) * blockDim.x)
+        logits[i] = -INFINITY;
+}
+
+paged_args make_args(const attest_indexer_args &a)
+{
+    const attest_indexer_params &p = *a.params;
+    paged_args k = {};
+    k.cache = a.cache;
+    k.block_table = a.block_table;
+    k.context_lens = a.context_lens;
+    k.q = a.q_fp8;
+    k.weights = a.weights;
+    k.logits = a.logits;
+    k.requests = p.b;
+    k.next_n = p.next_n;
+    k.heads = p.heads;
+    k.head_tiles = (p.heads + kHeadTile - 1) / kHeadTile;
+    k.max_len = p.max_len;
+    k.blocks_per_req = p.blocks_per_req;
+    return k;
+}
+
+template <paged_variant V>
+int launch(const paged_args &k, int pages, int requests)
+{
+    const dim3 grid(pages, requests);
+    const int threads = 32 * k.next_n * k.head_tiles;
+    paged_logits_kernel<V><<<grid, threads, 0, cudaStreamPerThread>>>(k);
+    return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+}  // namespace
+
+int paged_indexer_supports(const attest_kernel_args *args)
+{
+    const attest_indexer_params *p = args->u.indexer.params;
+    const int tiles = (p->heads + kHeadTile - 1) / kHeadTile;
+    return p->head_dim == kHeadDim && p->heads <= kMaxHeads && p->next_n * tiles <= kMaxWarps;
+}
+
+int paged_indexer_run(paged_variant variant, const attest_kernel_args *args, float *workspace)
+{
+    const attest_indexer_params &p = *args->u.indexer.params;
+    paged_args k = make_args(args->u.indexer);
+    const int pages = (p.max_len + kPage - 1) / kPage;  // fixed by the maximum context
+    switch (variant) {
+    case paged_variant::correct: return launch<paged_variant::correct>(k, pages, p.b);
+    case paged_variant::records132: return launch<paged_variant::records132>(k, pages, p.b);
+    case paged_variant::race: return launch<paged_variant::race>(k, pages, p.b);
+    case paged_variant::uninit: {
+        k.workspace = workspace;
+        if (launch<paged_variant::uninit>(k, pages, p.b) != 0) return 1;
+        unstage_kernel<<<256, 256, 0, cudaStreamPerThread>>>(k);
+        return cudaGetLastError() == cudaSuccess ? 0 : 1;
+    }
+    case paged_variant::capture_lengths: break;
+    }
+    return 1;
+}
+
+int paged_indexer_run_pages(const attest_kernel_args *args, int pages)
+{
+    const attest_indexer_params &p = *args->u.indexer.params;
+    const paged_args k = make_args(args->u.indexer);
+    const size_t n = static_cast<size_t>(p.b) * p.next_n * p.max_len;
+    fill_neg_inf_kernel<<<1024, 256, 0, cudaStreamPerThread>>>(k.logits, n);
+    if (pages > 0 && launch<paged_variant::correct>(k, pages, p.b) != 0) return 1;
+    return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}

@@ -1,0 +1,27 @@
+// The paged indexer's kernel variants (cuda_indexer_paged.cu), shared with the file that turns
+// them into candidates (cuda_paged_candidates.cu). Internal to kernels/cuda.
+#ifndef ATTEST_CUDA_PAGED_VARIANTS_H
+#define ATTEST_CUDA_PAGED_VARIANTS_H
+
+#include "attest/candidate.h"
+
+enum class paged_variant {
+    correct,         // cuda-indexer-paged
+    records132,      // wrong stride: the block read as 64 records of 132 bytes
+    race,            // a missing barrier between storing the page and reading it
+    uninit,          // staged through a workspace it reads where it never wrote
+    capture_lengths  // grid sized on the host from the lengths seen at launch (or capture)
+};
+
+// Whether the paged kernel handles this case (head_dim 128, heads <= 128, next_n * head tiles
+// <= 16 warps).
+int paged_indexer_supports(const attest_kernel_args *args);
+
+// Queues one variant's launch on cudaStreamPerThread without synchronizing; 0 on success.
+// `workspace` (uninit only) holds b * next_n * max_len floats.
+int paged_indexer_run(paged_variant variant, const attest_kernel_args *args, float *workspace);
+
+// Fills every logit with -inf, then runs the correct kernel over the first `pages` pages only.
+int paged_indexer_run_pages(const attest_kernel_args *args, int pages);
+
+#endif
