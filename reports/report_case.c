@@ -12,6 +12,8 @@ int attest_report_verdict_rank(attest_verdict v)
 {
     switch (v) {
     case ATTEST_VERDICT_CRASH: return 0;
+    case ATTEST_VERDICT_SANITIZER: return 0;
+    case ATTEST_VERDICT_GRAPH_MISMATCH: return 6;
     case ATTEST_VERDICT_OUT_OF_BOUNDS_WRITE: return 1;
     case ATTEST_VERDICT_INPUT_MODIFIED: return 2;
     case ATTEST_VERDICT_TIMEOUT: return 3;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -53,6 +54,42 @@ static int dev_alloc(void **p, size_t n)
 
 static void dev_free(void *p) { free(p); }
 
+/* A fake graph: while capturing, the toy candidate records its arguments instead of running;
+ * a launch runs the toy on what was recorded (lengths read then, as a faithful kernel does,
+ * unless the toy baked in the capture-time ones). */
+static int fake_capturing;
+static int fake_graph_ready;
+static attest_kernel_args fake_graph_args;
+static int32_t fake_baked_lens[8];
+static int fake_baked; /* the recorded launch uses fake_baked_lens */
+
+static int graph_begin(void)
+{
+    fake_capturing = 1;
+    fake_graph_ready = 0;
+    return 0;
+}
+
+static int graph_end(void)
+{
+    fake_capturing = 0;
+    return fake_graph_ready ? 0 : 1;
+}
+
+static int graph_launch(void)
+{
+    attest_kernel_args a = fake_graph_args;
+    if (fake_baked) a.u.indexer.context_lens = fake_baked_lens;
+    toy_indexer_logits(&a.u.indexer, -INFINITY);
+    return 0;
+}
+
+static void graph_release(void)
+{
+    fake_graph_ready = 0;
+    fake_baked = 0;
+}
+
 static int dev_copy(void *dst, const void *src, size_t n)
 {
     memcpy(dst, src, n);
@@ -67,6 +104,12 @@ static const attest_device_ops fake_ops = {
     .struct_size = sizeof(attest_device_ops), .name = "fake", .open = open_ok,
     .describe = describe, .alloc = dev_alloc, .free = dev_free, .copy_h2d = dev_copy,
     .copy_d2h = dev_copy, .synchronize = dev_sync, .last_error = dev_error};
+static const attest_device_ops graph_ops = {
+    .struct_size = sizeof(attest_device_ops), .name = "fake", .open = open_ok,
+    .describe = describe, .alloc = dev_alloc, .free = dev_free, .copy_h2d = dev_copy,
+    .copy_d2h = dev_copy, .synchronize = dev_sync, .last_error = dev_error,
+    .graph_begin = graph_begin, .graph_end = graph_end, .graph_launch = graph_launch,
+    .graph_release = graph_release};
 static const attest_device_ops no_device_ops = {
     .struct_size = sizeof(attest_device_ops), .name = "fake", .open = open_fail,
     .alloc = dev_alloc, .free = dev_free, .copy_h2d = dev_copy, .copy_d2h = dev_copy,
@@ -80,7 +123,11 @@ static int on_device(const void *p)
 }
 
 /* The toy indexer; weight -1 faults the "device", 2 writes one past the output, 3 writes an
- * input. Returns 90/91 if it is handed host pointers. */
+ * input; under a graph capture 4 bakes in the lengths it sees, 5 cannot be captured; 6 writes
+ * a compute-sanitizer-style report into sanitizer_log for its own pid. Returns 90/91 if it is
+ * handed host pointers. */
+static char sanitizer_log[256];
+
 static int run_device(void *ctx, const attest_kernel_args *a)
 {
     (void)ctx;
@@ -89,6 +136,29 @@ static int run_device(void *ctx, const attest_kernel_args *a)
     if (!on_device(ia->cache) || !on_device(ia->logits) || !on_device(ia->weights) ||
         !on_device(ia->context_lens) || !on_device(ia->block_table) || !on_device(ia->q_fp8))
         return 91;
+    if (fake_capturing) {
+        if (ia->weights[0] == 5.0f) return 1;
+        fake_graph_args = *a;
+        fake_graph_ready = 1;
+        if (ia->weights[0] == 4.0f) {
+            for (int i = 0; i < ia->params->b && i < 8; i++)
+                fake_baked_lens[i] = ia->context_lens[i];
+            fake_baked = 1;
+        }
+        return 0;
+    }
+    if (ia->weights[0] == 6.0f) {
+        char path[300];
+        snprintf(path, sizeof path, "%s.%ld", sanitizer_log, (long)getpid());
+        FILE *f = fopen(path, "a");
+        if (f) {
+            fprintf(f, "========= COMPUTE-SANITIZER\n"
+                       "========= Invalid __global__ read of size 4 bytes\n"
+                       "=========     at toy_kernel+0x40\n"
+                       "=========\n");
+            fclose(f);
+        }
+    }
     toy_indexer_logits(ia, -INFINITY);
     const float w = ia->weights[0];
     const attest_indexer_params *p = ia->params;
@@ -108,16 +178,20 @@ static const attest_candidate c_device = {
     .run = run_device,
 };
 
-static attest_runner *make_runner(int isolate)
+static attest_runner *make_runner_with(int isolate, int graph_check, const char *san_log)
 {
     attest_runner_options o = attest_runner_defaults();
     o.isolate = isolate;
+    o.graph_check = graph_check;
+    o.sanitizer_log = san_log;
     o.reference = toy_reference;
     attest_runner *r = NULL;
     if (attest_runner_create(&c_device, &o, &r) != ATTEST_OK)
         fail_msg("runner_create: %s", attest_last_error());
     return r;
 }
+
+static attest_runner *make_runner(int isolate) { return make_runner_with(isolate, 0, NULL); }
 
 static attest_case_record judge(attest_runner *r, float w)
 {
@@ -202,6 +276,70 @@ static void test_device_in_process(void **state)
     assert_int_equal(attest_register_device_ops(NULL), 0);
 }
 
+/* The graph check: a faithful capture replays like the eager run (OK); one that baked in the
+ * capture-time lengths, or a launch that cannot be captured, is GRAPH_MISMATCH; without graph
+ * ops the harness cannot check (HARNESS_ERROR). Isolated and in-process alike. */
+static void test_graph_check(void **state)
+{
+    (void)state;
+    for (int isolate = 0; isolate <= 1; isolate++) {
+        assert_int_equal(attest_register_device_ops(&graph_ops), 0);
+        attest_runner *r = make_runner_with(isolate, 1, NULL);
+        attest_case_record rec = judge(r, 0.5f);
+        expect(&rec, ATTEST_VERDICT_OK, NULL);
+        rec = judge(r, 4.0f);
+        expect(&rec, ATTEST_VERDICT_GRAPH_MISMATCH, "graph replay differs from the eager run");
+        assert_true(rec.integrity_flags & ATTEST_INTEGRITY_GRAPH);
+        expect(&rec, ATTEST_VERDICT_GRAPH_MISMATCH,
+               "'logits' 77 of 128 elements, first at flat 1 (eager 196, replay -inf)");
+        rec = judge(r, 5.0f);
+        expect(&rec, ATTEST_VERDICT_GRAPH_MISMATCH, "the launch cannot be captured");
+        rec = judge(r, 0.5f);
+        expect(&rec, ATTEST_VERDICT_OK, NULL);
+        attest_runner_destroy(r);
+
+        assert_int_equal(attest_register_device_ops(&fake_ops), 0);
+        r = make_runner_with(isolate, 1, NULL);
+        rec = judge(r, 0.5f);
+        expect(&rec, ATTEST_VERDICT_HARNESS_ERROR, "no graph support");
+        attest_runner_destroy(r);
+    }
+    /* Without the option, the baked-in toy passes: it is right when run eagerly. */
+    assert_int_equal(attest_register_device_ops(&graph_ops), 0);
+    attest_runner *r = make_runner(1);
+    attest_case_record rec = judge(r, 4.0f);
+    expect(&rec, ATTEST_VERDICT_OK, NULL);
+    attest_runner_destroy(r);
+    assert_int_equal(attest_register_device_ops(NULL), 0);
+}
+
+/* A report in the worker's sanitizer log is the verdict SANITIZER with its first lines; the
+ * banner alone is not a report; the next clean case is OK again. */
+static void test_sanitizer_log(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/attest-san-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    snprintf(sanitizer_log, sizeof sanitizer_log, "%s/w", dir);
+    char pattern[300];
+    snprintf(pattern, sizeof pattern, "%s.%%p", sanitizer_log);
+    assert_int_equal(attest_register_device_ops(&fake_ops), 0);
+    attest_runner *r = make_runner_with(1, 0, pattern);
+    attest_case_record rec = judge(r, 0.5f);
+    expect(&rec, ATTEST_VERDICT_OK, NULL);
+    rec = judge(r, 6.0f);
+    expect(&rec, ATTEST_VERDICT_SANITIZER,
+           "run 1: compute-sanitizer: Invalid __global__ read of size 4 bytes; at toy_kernel+0x40");
+    assert_true(rec.integrity_flags & ATTEST_INTEGRITY_SANITIZER);
+    rec = judge(r, 0.5f);
+    expect(&rec, ATTEST_VERDICT_OK, NULL);
+    attest_runner_destroy(r);
+    assert_int_equal(attest_register_device_ops(NULL), 0);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* A table missing a required op is refused. */
 static void test_register_incomplete(void **state)
 {
@@ -222,6 +360,8 @@ int main(void)
         cmocka_unit_test(test_device_isolated),
         cmocka_unit_test(test_device_in_process),
         cmocka_unit_test(test_register_incomplete),
+        cmocka_unit_test(test_graph_check),
+        cmocka_unit_test(test_sanitizer_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

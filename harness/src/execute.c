@@ -2,11 +2,14 @@
 #include "execute.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "attest/clock.h"
 #include "attest/device.h"
+#include "attest/numerics.h"
+#include "attest/runner.h"
 
 static _Thread_local exec_run_info *current_run;
 
@@ -71,6 +74,153 @@ static int device_prepare(exec_state *s, const attest_device_ops *ops, size_t by
         s->device_cap = bytes;
     }
     return 0;
+}
+
+/* --- the graph check (attest_runner_options.graph_check) ----------------------------------- */
+
+/* What the capture sees in place of the case's lengths and page tables: lengths 1, pages 0.
+ * Any kernel whose launch depends on them (a grid sized from the lengths on the host, a length
+ * passed by value) then replays the capture-time shape on the real case. Returns the value to
+ * write, or -1 for a tensor the capture leaves as it is. */
+static int capture_time_value(const attest_tensor *t)
+{
+    if (t->role != ATTEST_ROLE_INPUT || t->dtype != ATTEST_DTYPE_I32) return -1;
+    if (!strcmp(t->name, "context_lens") || !strcmp(t->name, "topk_length") ||
+        !strcmp(t->name, "extra_topk_length"))
+        return 1;
+    if (!strcmp(t->name, "block_table")) return 0;
+    return -1;
+}
+
+static void fill_poison(const attest_tensor *t, uint8_t *buf)
+{
+    const size_t n = attest_tensor_count(t);
+    if (t->dtype == ATTEST_DTYPE_F32) {
+        const uint32_t p = ATTEST_POISON_F32;
+        for (size_t i = 0; i < n; i++) memcpy(buf + 4 * i, &p, 4);
+    } else if (t->dtype == ATTEST_DTYPE_BF16) {
+        const uint16_t p = ATTEST_POISON_BF16;
+        for (size_t i = 0; i < n; i++) memcpy(buf + 2 * i, &p, 2);
+    } else {
+        memset(buf, ATTEST_POISON_BYTE, t->nbytes);
+    }
+}
+
+static void describe_element(const attest_tensor *t, const uint8_t *p, char *buf, size_t cap)
+{
+    if (t->dtype == ATTEST_DTYPE_F32) {
+        float v;
+        memcpy(&v, p, 4);
+        snprintf(buf, cap, "%.9g", (double)v);
+    } else if (t->dtype == ATTEST_DTYPE_BF16) {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        snprintf(buf, cap, "%.5g", (double)attest_bf16_decode(v));
+    } else {
+        snprintf(buf, cap, "0x%02x", p[0]);
+    }
+}
+
+/* Bitwise comparison of one output: eager (the arena) against the replay. */
+static int graph_compare(const attest_tensor *t, const uint8_t *eager, const uint8_t *replay,
+                         exec_result *res)
+{
+    const size_t es = attest_dtype_size(t->dtype), n = attest_tensor_count(t);
+    size_t differ = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(eager + i * es, replay + i * es, es) != 0 && differ++ == 0) first = i;
+    if (differ == 0) return 0;
+    char a[32], b[32];
+    describe_element(t, eager + first * es, a, sizeof a);
+    describe_element(t, replay + first * es, b, sizeof b);
+    res->graph_mismatch = 1;
+    snprintf(res->graph_msg, sizeof res->graph_msg,
+             "graph replay differs from the eager run: '%s' %zu of %zu elements, first at flat "
+             "%zu (eager %s, replay %s)",
+             t->name, differ, n, first, a, b);
+    return 1;
+}
+
+static void graph_fail(exec_result *res, const char *what, const char *why)
+{
+    res->graph_mismatch = 1;
+    snprintf(res->graph_msg, sizeof res->graph_msg, "graph check: %s: %.120s", what, why);
+}
+
+/* Captures run() with capture-time inputs, restores the case, replays, compares. `dev` is the
+ * case with device pointers, `host` the same case in the arena (eager outputs already there).
+ * Returns nonzero when it ended the run (res->outcome says how: a device fault, or a check the
+ * harness could not make). */
+static int graph_check(exec_state *s, const attest_device_ops *ops, const attest_case *dev,
+                       const attest_case *host, const attest_kernel_args *args, exec_result *res)
+{
+    if (!ATTEST_DEVICE_HAS_OP(ops, graph_release) || !ops->graph_begin || !ops->graph_end ||
+        !ops->graph_launch) {
+        set_result(res, EXEC_HARNESS_ERROR, 0, "%s",
+                   "graph check: the device ops have no graph support");
+        return 1;
+    }
+    size_t scratch_bytes = 1;
+    for (size_t i = 0; i < dev->num_tensors; i++)
+        if (dev->tensors[i].nbytes > scratch_bytes) scratch_bytes = dev->tensors[i].nbytes;
+    uint8_t *scratch = malloc(scratch_bytes);
+    if (!scratch) {
+        set_result(res, EXEC_HARNESS_ERROR, 0, "%s", "graph check: out of memory");
+        return 1;
+    }
+    int fault = 0, failed = 0;
+    for (size_t i = 0; i < dev->num_tensors && !failed; i++) {
+        const int v = capture_time_value(&dev->tensors[i]);
+        if (v < 0) continue;
+        const size_t n = attest_tensor_count(&dev->tensors[i]);
+        for (size_t k = 0; k < n; k++) memcpy(scratch + 4 * k, &v, 4);
+        failed = ops->copy_h2d(dev->tensors[i].data, scratch, dev->tensors[i].nbytes) != 0;
+    }
+    if (failed) graph_fail(res, "copy to the device", ops->last_error());
+    if (!failed) {
+        if (ops->graph_begin() != 0) {
+            graph_fail(res, "cannot begin a capture", ops->last_error());
+            failed = 1;
+        } else {
+            const int rc = s->cand->run(s->ctx, args);
+            const int end = ops->graph_end();
+            if (rc != 0 || end != 0) {
+                char why[160];
+                snprintf(why, sizeof why, "%s%s", rc ? "run() failed while capturing; " : "",
+                         end ? ops->last_error() : "");
+                graph_fail(res, "the launch cannot be captured", why);
+                failed = 1;
+                ops->synchronize(); /* clears the capture's error; a real fault comes back */
+            }
+        }
+    }
+    /* Restore the case's inputs and poison the outputs, in the same buffers. */
+    for (size_t i = 0; i < dev->num_tensors; i++) {
+        const attest_tensor *t = &dev->tensors[i];
+        if (capture_time_value(t) >= 0) {
+            if (ops->copy_h2d(t->data, host->tensors[i].data, t->nbytes) != 0) fault = 1;
+        } else if (t->role == ATTEST_ROLE_OUTPUT) {
+            fill_poison(t, scratch);
+            if (ops->copy_h2d(t->data, scratch, t->nbytes) != 0) fault = 1;
+        }
+    }
+    if (!failed && !fault) {
+        if (ops->graph_launch() != 0 || ops->synchronize() != 0) {
+            fault = 1;
+        } else {
+            for (size_t i = 0; i < dev->num_tensors && !fault; i++) {
+                const attest_tensor *t = &dev->tensors[i];
+                if (t->role != ATTEST_ROLE_OUTPUT) continue;
+                if (ops->copy_d2h(scratch, t->data, t->nbytes) != 0) fault = 1;
+                else if (graph_compare(t, host->tensors[i].data, scratch, res)) break;
+            }
+        }
+    }
+    ops->graph_release();
+    free(scratch);
+    if (fault) set_result(res, EXEC_DEVICE_FAULT, 0, "device fault in the graph check: %s",
+                          ops->last_error());
+    return fault;
 }
 
 void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_result *res)
@@ -163,4 +313,6 @@ void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_r
         return;
     }
     res->outcome = EXEC_DONE;
+    if (on_device && req->graph_check && graph_check(s, ops, &local, &ctl->placed, &args, res))
+        return; /* res says what ended it */
 }

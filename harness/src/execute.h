@@ -30,6 +30,8 @@ typedef struct exec_request {
     int32_t check_supports;  /* ask supports() first (the first run of a case) */
     uint64_t generation;     /* arena generation the parent placed the case in */
     double timeout_seconds;  /* how long the parent waits for the answer (0: no limit) */
+    int32_t graph_check;     /* after the run: capture, replay, compare (runner option) */
+    int32_t reserved_;
 } exec_request;
 
 #define EXEC_MAGIC 0x61747374u /* "atst" */
@@ -40,6 +42,8 @@ typedef struct exec_result {
     double run_seconds;      /* the candidate's run (with device copies and synchronize) */
     char message[200];       /* one line when outcome != EXEC_DONE */
     char device[96];         /* device description when a device was used */
+    int32_t graph_mismatch;  /* the graph check found a difference (graph_msg says what) */
+    char graph_msg[200];
 } exec_result;
 
 typedef struct exec_state {

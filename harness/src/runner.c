@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "arena.h"
 #include "attest/conventions.h"
 #include "attest/policy.h"
 #include "execute.h"
 #include "runner_internal.h"
+#include "sanitizer_log.h"
 #include "worker.h"
 
 struct attest_runner {
@@ -32,6 +34,8 @@ struct attest_runner {
     int bounded;                              /* this case's bounds were computed */
     uint8_t *first[ATTEST_RECORD_MAX_OUTPUTS]; /* outputs of the first run */
     size_t first_cap[ATTEST_RECORD_MAX_OUTPUTS];
+    pid_t san_pid;          /* whose sanitizer log was read last, and how far */
+    long san_offset;
 };
 
 attest_runner_options attest_runner_defaults(void)
@@ -129,6 +133,8 @@ typedef struct findings {
     char cand_msg[224];
     char compare_msg[256];
     char ref_msg[200];
+    char graph_msg[200];
+    char sanitizer_msg[256];
 } findings;
 
 /* The arithmetic models of the case's outputs when the policy asks for computed bounds for
@@ -207,6 +213,8 @@ static void check_run(attest_runner *r, const attest_case *cc, const size_t *out
 
 static attest_verdict decide(const attest_case_record *rec, const findings *f)
 {
+    /* First: a sanitizer report explains whatever else happened (a crash, wrong outputs). */
+    if (rec->integrity_flags & ATTEST_INTEGRITY_SANITIZER) return ATTEST_VERDICT_SANITIZER;
     switch (f->terminal) {
     case EXEC_CRASH:
     case EXEC_DEVICE_FAULT: return ATTEST_VERDICT_CRASH;
@@ -225,14 +233,16 @@ static attest_verdict decide(const attest_case_record *rec, const findings *f)
         return ATTEST_VERDICT_NONDETERMINISTIC;
     if (rec->failed_gates || (rec->integrity_flags & ATTEST_INTEGRITY_CANDIDATE_ERROR))
         return ATTEST_VERDICT_MISMATCH;
+    if (rec->integrity_flags & ATTEST_INTEGRITY_GRAPH) return ATTEST_VERDICT_GRAPH_MISMATCH;
     return ATTEST_VERDICT_OK;
 }
 
 /* The message leads with what decided the verdict, then the other findings. */
 static void compose_message(attest_case_record *rec, const findings *f)
 {
-    const char *parts[] = {f->terminal_msg, f->ref_msg, f->canary_msg, f->input_msg,
-                           f->nondet_msg, f->cand_msg, f->compare_msg};
+    const char *parts[] = {f->sanitizer_msg, f->terminal_msg, f->ref_msg, f->canary_msg,
+                           f->input_msg,     f->nondet_msg,   f->cand_msg, f->compare_msg,
+                           f->graph_msg};
     size_t n = 0;
     rec->message[0] = '\0';
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
@@ -244,6 +254,30 @@ static void compose_message(attest_case_record *rec, const findings *f)
     }
 }
 
+/* Reads what the log of the process that served this run gained since the last look. */
+static void check_sanitizer(attest_runner *r, pid_t pid, int run, attest_case_record *rec,
+                            findings *f)
+{
+    if (pid != r->san_pid) {
+        r->san_pid = pid;
+        r->san_offset = 0;
+    }
+    char lines[200];
+    int found = sanitizer_log_read(r->opt.sanitizer_log, pid, &r->san_offset, lines, sizeof lines);
+    if (found <= 0 && run == r->opt.reruns - 1) {
+        /* The tool's front end writes the log: give a report of the last run a moment to land
+         * before the case is closed. */
+        struct timespec settle = {0, 30 * 1000000};
+        nanosleep(&settle, NULL);
+        found = sanitizer_log_read(r->opt.sanitizer_log, pid, &r->san_offset, lines, sizeof lines);
+    }
+    if (found <= 0) return;
+    if (!(rec->integrity_flags & ATTEST_INTEGRITY_SANITIZER))
+        snprintf(f->sanitizer_msg, sizeof f->sanitizer_msg, "run %d: compute-sanitizer: %s",
+                 run + 1, lines);
+    rec->integrity_flags |= ATTEST_INTEGRITY_SANITIZER;
+}
+
 /* Runs the candidate `reruns` times; the reference is computed while the first isolated run
  * is in flight (the worker runs on another core). */
 static attest_status run_all(attest_runner *r, const attest_case *cc, const size_t *outs,
@@ -251,16 +285,24 @@ static attest_status run_all(attest_runner *r, const attest_case *cc, const size
 {
     for (int run = 0; run < r->opt.reruns; run++) {
         if (run > 0) arena_reset_run(&r->arena, cc);
-        exec_request req = {EXEC_MAGIC, run == 0, r->arena.generation, r->opt.timeout_seconds};
+        exec_request req = {EXEC_MAGIC, run == 0, r->arena.generation, r->opt.timeout_seconds,
+                            run == 0 && r->opt.graph_check, 0};
         exec_result res;
+        pid_t served_by = getpid();
         if (r->opt.isolate) {
             ATTEST_FORWARD(worker_send(&r->worker, &r->arena, &req, r->opt.timeout_seconds));
+            served_by = r->worker.pid;
             if (f->ref_state == 0) compute_reference(r, cc, outs, num_out, rec, f);
             worker_wait(&r->worker, &res);
         } else {
             exec_run(&r->local, r->arena.control, &req, &res);
         }
         rec->reruns = run + 1;
+        if (r->opt.sanitizer_log) check_sanitizer(r, served_by, run, rec, f);
+        if (res.graph_mismatch && !(rec->integrity_flags & ATTEST_INTEGRITY_GRAPH)) {
+            rec->integrity_flags |= ATTEST_INTEGRITY_GRAPH;
+            snprintf(f->graph_msg, sizeof f->graph_msg, "%s", res.graph_msg);
+        }
         if (res.device[0]) snprintf(r->device, sizeof r->device, "%s", res.device);
         if (res.outcome != EXEC_DONE && res.outcome != EXEC_CANDIDATE_ERROR) {
             f->terminal = (exec_outcome)res.outcome;

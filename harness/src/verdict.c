@@ -12,6 +12,8 @@ static const char *const verdict_names[ATTEST_VERDICT_COUNT_] = {
     [ATTEST_VERDICT_TIMEOUT] = "TIMEOUT",
     [ATTEST_VERDICT_UNSUPPORTED] = "UNSUPPORTED",
     [ATTEST_VERDICT_HARNESS_ERROR] = "HARNESS_ERROR",
+    [ATTEST_VERDICT_GRAPH_MISMATCH] = "GRAPH_MISMATCH",
+    [ATTEST_VERDICT_SANITIZER] = "SANITIZER",
 };
 
 const char *attest_verdict_name(attest_verdict v)

@@ -37,7 +37,9 @@ enum {
     ATTEST_INTEGRITY_CANARY = 1u << 0,         /* a canary around a buffer changed */
     ATTEST_INTEGRITY_INPUT_MODIFIED = 1u << 1, /* an input checksum changed */
     ATTEST_INTEGRITY_NONDETERMINISM = 1u << 2, /* re-runs differ bitwise */
-    ATTEST_INTEGRITY_CANDIDATE_ERROR = 1u << 3 /* run() returned nonzero */
+    ATTEST_INTEGRITY_CANDIDATE_ERROR = 1u << 3, /* run() returned nonzero */
+    ATTEST_INTEGRITY_SANITIZER = 1u << 4,      /* compute-sanitizer reported an error */
+    ATTEST_INTEGRITY_GRAPH = 1u << 5           /* a CUDA-graph replay differed from eager */
 };
 #define ATTEST_INTEGRITY_COUNT_ 4 /* number of ATTEST_INTEGRITY_* bits */
 

@@ -18,6 +18,8 @@ typedef enum attest_verdict {
     ATTEST_VERDICT_TIMEOUT = 6,            /* the worker exceeded the per-case time limit */
     ATTEST_VERDICT_UNSUPPORTED = 7,        /* the candidate declined the case */
     ATTEST_VERDICT_HARNESS_ERROR = 8,      /* attest could not judge the case (see message) */
+    ATTEST_VERDICT_GRAPH_MISMATCH = 9,     /* a CUDA-graph replay differs from the eager run */
+    ATTEST_VERDICT_SANITIZER = 10,         /* compute-sanitizer reported an error in the run */
     ATTEST_VERDICT_COUNT_
 } attest_verdict;
 
