@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "engine.h"
 #include "gen_options.h"
+#include "sanitize.h"
 
 static void usage(FILE *f)
 {
@@ -33,6 +34,11 @@ static void usage(FILE *f)
           "  --timeout SEC      per-run time limit (default 10)\n"
           "  --no-isolate       run in this process (no crash isolation; for debugging)\n"
           "  --jobs N           judge the cases in N worker processes (same order, same results)\n"
+          "  --graph            CUDA-graph check: capture each case's launch with other lengths\n"
+          "                     and page tables, replay it on the case, compare with the eager\n"
+          "                     run (verdict GRAPH_MISMATCH); device candidates\n"
+          "  --sanitize TOOL    run under compute-sanitizer (memcheck, racecheck, initcheck,\n"
+          "                     synccheck); a report is the verdict SANITIZER\n"
           "  --max-failures N   stop after N failing cases (default: never)\n"
           "  --print-failures N failing cases printed as they happen (default 20)\n"
           "  --junit FILE       also write a JUnit XML report (one testcase per case)\n"
@@ -44,7 +50,8 @@ static void usage(FILE *f)
 
 enum {
     OPT_CASE_SEED = 256, OPT_POLICY, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_MAX_FAILURES,
-    OPT_PRINT_FAILURES, OPT_QUIET, OPT_JOBS, OPT_JUNIT, OPT_JSON, OPT_FORCE
+    OPT_PRINT_FAILURES, OPT_QUIET, OPT_JOBS, OPT_JUNIT, OPT_JSON, OPT_FORCE, OPT_GRAPH,
+    OPT_SANITIZE
 };
 
 static const struct option long_options[] = {
@@ -68,13 +75,15 @@ static const struct option long_options[] = {
     {"junit", required_argument, NULL, OPT_JUNIT},
     {"json", required_argument, NULL, OPT_JSON},
     {"force", no_argument, NULL, OPT_FORCE},
+    {"graph", no_argument, NULL, OPT_GRAPH},
+    {"sanitize", required_argument, NULL, OPT_SANITIZE},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct run_args {
-    const char *candidate, *kernel, *out, *policy, *filter, *junit, *json;
+    const char *candidate, *kernel, *out, *policy, *filter, *junit, *json, *sanitize;
     uint64_t cases, seed, case_seed, max_failures, print_failures;
-    int use_case_seed, no_isolate, quiet, force;
+    int use_case_seed, no_isolate, quiet, force, graph;
     int32_t reruns, jobs;
     attest_cli_gen_bounds gen;
     double timeout;
@@ -138,6 +147,11 @@ static int parse(int argc, char **argv, run_args *a)
         case OPT_JUNIT: a->junit = optarg; break;
         case OPT_JSON: a->json = optarg; break;
         case OPT_FORCE: a->force = 1; break;
+        case OPT_GRAPH: a->graph = 1; break;
+        case OPT_SANITIZE:
+            if (!attest_cli_sanitize_tool_ok(optarg)) BAD("sanitize");
+            a->sanitize = optarg;
+            break;
         default: return attest_cli_getopt_error("run", ch, argv);
         }
     }
@@ -145,6 +159,9 @@ static int parse(int argc, char **argv, run_args *a)
         return attest_cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
     if (a->candidate == NULL)
         return attest_cli_usage_error("run", "--candidate is required (attest list shows them)");
+    if (a->sanitize && a->no_isolate)
+        return attest_cli_usage_error("run", "--sanitize needs the isolated worker (drop "
+                                             "--no-isolate)");
     return -1;
 }
 
@@ -153,8 +170,14 @@ int attest_cmd_run(int argc, char **argv)
     char command_line[2048]; /* taken before getopt_long permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     run_args a;
+    char **original = calloc((size_t)argc + 1, sizeof *original); /* before getopt permutes */
+    if (!original) return attest_cli_usage_error("run", "out of memory");
+    memcpy(original, argv, (size_t)argc * sizeof *argv);
     int rc = parse(argc, argv, &a);
-    if (rc >= 0) return rc;
+    if (rc >= 0) {
+        free(original);
+        return rc;
+    }
 
     if (a.out) {
         const char *inputs[] = {a.policy, a.candidate};
@@ -163,8 +186,21 @@ int attest_cmd_run(int argc, char **argv)
             return rc;
     }
     const attest_candidate *cand = NULL;
-    if (attest_candidate_resolve(a.candidate, &cand) != ATTEST_OK)
+    if (attest_candidate_resolve(a.candidate, &cand) != ATTEST_OK) {
+        free(original);
         return attest_cli_usage_error("run", "%s", attest_last_error());
+    }
+    if (a.graph && cand->domain != ATTEST_DOMAIN_DEVICE) {
+        free(original);
+        return attest_cli_usage_error("run", "--graph: '%s' is not a device candidate",
+                                      cand->name);
+    }
+    if (a.sanitize && !attest_cli_sanitize_log()) {
+        rc = attest_cli_sanitize_exec("run", a.sanitize, argc, original); /* only on failure */
+        free(original);
+        return rc;
+    }
+    free(original);
     if (a.kernel) {
         attest_kernel k;
         if (attest_kernel_from_name(a.kernel, &k) != ATTEST_OK)
@@ -195,6 +231,8 @@ int attest_cmd_run(int argc, char **argv)
     opt.runner.reruns = a.reruns;
     opt.runner.timeout_seconds = a.timeout;
     opt.runner.isolate = !a.no_isolate;
+    opt.runner.graph_check = a.graph;
+    opt.runner.sanitizer_log = a.sanitize ? attest_cli_sanitize_log() : NULL;
     opt.out_path = a.out;
     opt.progress = !a.quiet && attest_cli_interactive();
     opt.print_failures = (uint32_t)a.print_failures;
