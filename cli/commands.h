@@ -21,6 +21,7 @@ int attest_cmd_list(int argc, char **argv);
 int attest_cmd_check(int argc, char **argv);
 int attest_cmd_fixture(int argc, char **argv);
 int attest_cmd_fuzz(int argc, char **argv);
+int attest_cmd_bench(int argc, char **argv);
 
 /* Prints "attest VERB: message" on stderr as one line and returns ATTEST_EXIT_USAGE. */
 int attest_cli_usage_error(const char *verb, const char *fmt, ...)

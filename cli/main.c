@@ -21,6 +21,7 @@ static const verb verbs[] = {
     {"check", attest_cmd_check, "gate CI on golden fixtures: judge every case of fixture files"},
     {"fixture", attest_cmd_fixture, "make golden fixtures: generated cases with expected outputs"},
     {"fuzz", attest_cmd_fuzz, "search for a failing case for a time, minimize and save each finding"},
+    {"bench", attest_cmd_bench, "perf mode: time per launch and achieved bandwidth per shape"},
     {"reference", attest_cmd_reference, "compute reference outputs for a case file"},
     {"layout", attest_cmd_layout, "describe a KV-cache byte layout"},
     {"list", attest_cmd_list, "list kernels, layouts, candidates and policies"},

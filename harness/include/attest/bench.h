@@ -1,0 +1,98 @@
+/* attest: perf mode, how fast a candidate runs a case of a given shape and how close that is to
+ * the memory bandwidth its bytes need.
+ *
+ * A bench case is built from a shape (not drawn by the generator): every request has exactly
+ * the given length, the cache holds finite random fp8 bytes behind a shuffled page table, so
+ * the time measured is that of a production-like launch. Device candidates are timed with the
+ * device ops' timer (CUDA events around each run(), after warm-up runs); host candidates with
+ * the wall clock. The bench runs in the calling process (no worker): a device candidate opens
+ * CUDA here, so do not fork a runner from the same process afterwards.
+ *
+ * "Bytes that must move" counts what any correct kernel has to touch once: the cache pages a
+ * request's length covers (8448 bytes per 64 positions, once per request however many next_n
+ * rows share them), their page-table entries, the lengths, q and the weights it reads, and the
+ * whole logits array it writes (-inf past the length is part of the output).
+ */
+#ifndef ATTEST_BENCH_H
+#define ATTEST_BENCH_H
+
+#include <stdint.h>
+
+#include "attest/candidate.h"
+#include "attest/case.h"
+#include "attest/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The default peak for "% of peak": 4.27 TB/s, the HBM bandwidth measured on an H200. */
+#define ATTEST_BENCH_DEFAULT_PEAK_GBPS 4270.0
+
+/* An indexer shape: "b=64,len=65536,max_len=262144,heads=64,next_n=1" (max_len defaults to
+ * len, heads to 64, next_n to 1). */
+typedef struct attest_bench_shape {
+    attest_kernel kernel;
+    int32_t b, len, max_len, heads, next_n;
+} attest_bench_shape;
+
+/* Parses one shape string (keys above, any order). ATTEST_ERR_INVALID_ARGUMENT naming the key
+ * on a bad or missing value. */
+attest_status attest_bench_parse_shape(const char *text, attest_bench_shape *out)
+    ATTEST_MUST_CHECK;
+
+/* Writes the shape back in canonical form ("b=64,len=65536,max_len=262144,heads=64,next_n=1"). */
+void attest_bench_shape_string(const attest_bench_shape *s, char *buf, size_t cap);
+
+/* Builds the case of a shape on the heap (free with attest_case_free); `seed` picks the bytes. */
+attest_status attest_bench_case(const attest_bench_shape *s, uint64_t seed, attest_case *out)
+    ATTEST_MUST_CHECK;
+
+/* Bytes any correct kernel must read and write for this case. */
+void attest_bench_bytes(const attest_case *c, double *read_bytes, double *write_bytes);
+
+typedef struct attest_bench_options {
+    int32_t warmup;     /* untimed runs first (default 3) */
+    int32_t iters;      /* timed runs (default 20) */
+    double peak_gbps;   /* for % of peak (default ATTEST_BENCH_DEFAULT_PEAK_GBPS) */
+} attest_bench_options;
+
+attest_bench_options attest_bench_defaults(void);
+
+typedef struct attest_bench_result {
+    int32_t iters;
+    int32_t device_timed;       /* 1: device timer (CUDA events); 0: wall clock */
+    double median_us, p10_us, p90_us, min_us, max_us;
+    double read_bytes, write_bytes;
+    double gbps;                /* (read + write) / median */
+    double pct_peak;            /* 100 * gbps / peak_gbps */
+    char device[96];            /* the device description, "" for host candidates */
+} attest_bench_result;
+
+/* Times `cand` on case `c` (placed on the host, e.g. by attest_bench_case). UNSUPPORTED-like
+ * outcomes are errors here: ATTEST_ERR_DEVICE when the device cannot be opened or a run
+ * fails, ATTEST_ERR_INVALID_ARGUMENT when the candidate declines the case. */
+attest_status attest_bench_run(const attest_candidate *cand, attest_case *c,
+                               const attest_bench_options *opt, attest_bench_result *out)
+    ATTEST_MUST_CHECK;
+
+/* One measured row of a bench file. */
+typedef struct attest_bench_row {
+    char candidate[64];
+    char shape[96];        /* attest_bench_shape_string */
+    attest_bench_result result;
+    double peak_gbps;
+} attest_bench_row;
+
+/* Writes a bench file: HDF5 with one table "/bench" (a row per candidate and shape: shape,
+ * candidate, iters, device_timed, median_us, p10_us, p90_us, min_us, max_us, read_bytes,
+ * write_bytes, gbps, pct_peak, peak_gbps, device) and attributes attest_version and
+ * command_line on the root. Replaces `path` (it was asked for with --out). ATTEST_ERR_IO. */
+attest_status attest_bench_write(const char *path, const attest_bench_row *rows, size_t n,
+                                 const char *command_line) ATTEST_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTEST_BENCH_H */
