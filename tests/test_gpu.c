@@ -19,17 +19,20 @@
 static attest_policy *policy;
 
 
-static attest_runner *make_runner(const char *name)
+static attest_runner *make_runner_graph(const char *name, int graph_check)
 {
     const attest_candidate *cand = attest_builtin_find(name);
     assert_non_null(cand);
     attest_runner_options opt = attest_runner_defaults();
     opt.policy = policy;
     opt.reference = attest_ref_simulated;
+    opt.graph_check = graph_check;
     attest_runner *r = NULL;
     assert_int_equal(attest_runner_create(cand, &opt, &r), ATTEST_OK);
     return r;
 }
+
+static attest_runner *make_runner(const char *name) { return make_runner_graph(name, 0); }
 
 static attest_verdict judge(attest_runner *r, const attest_gen_options *g, uint64_t seed,
                             attest_case_record *rec)
@@ -42,6 +45,80 @@ static attest_verdict judge(attest_runner *r, const attest_gen_options *g, uint6
     attest_case_free(&c);
     return rec->verdict;
 }
+
+/* Runs n generated cases; every verdict must be OK (prints the first failure in full). */
+static void expect_all_ok(const char *name, int graph_check, attest_gen_options g, uint64_t seed,
+                          uint64_t n, const char *what)
+{
+    attest_runner *r = make_runner_graph(name, graph_check);
+    attest_case_record rec;
+    for (uint64_t i = 0; i < n; i++) {
+        attest_verdict v = judge(r, &g, attest_case_seed(seed, i), &rec);
+        if (v != ATTEST_VERDICT_OK)
+            fail_msg("%s, %s, case %llu (seed 0x%llx): %s %s | %s", name, what,
+                     (unsigned long long)i, (unsigned long long)rec.seed,
+                     attest_verdict_name(v), rec.message, rec.params);
+    }
+    printf("%s: %llu cases OK (%s%s)\n", name, (unsigned long long)n, what,
+           graph_check ? ", graph check" : "");
+    attest_runner_destroy(r);
+}
+
+/* Returns the first case (of n) whose verdict is `want`, or -1; any verdict other than OK and
+ * `want` fails the test. */
+static long first_verdict(const char *name, int graph_check, attest_gen_options g, uint64_t seed,
+                          uint64_t n, attest_verdict want, attest_case_record *rec)
+{
+    attest_runner *r = make_runner_graph(name, graph_check);
+    long found = -1;
+    for (uint64_t i = 0; i < n && found < 0; i++) {
+        attest_verdict v = judge(r, &g, attest_case_seed(seed, i), rec);
+        if (v == want) found = (long)i;
+        else if (v != ATTEST_VERDICT_OK)
+            fail_msg("%s case %llu: %s %s", name, (unsigned long long)i, attest_verdict_name(v),
+                     rec->message);
+    }
+    attest_runner_destroy(r);
+    return found;
+}
+
+/* cuda-indexer-paged passes default bounds, 128 heads with MTP, production shapes, and the
+ * graph check. */
+static void cuda_indexer_paged_passes(void **state)
+{
+    (void)state;
+    attest_gen_options g = attest_gen_defaults(ATTEST_KERNEL_INDEXER);
+    expect_all_ok("cuda-indexer-paged", 0, g, 21, 400, "default bounds");
+    attest_gen_options wide = g;
+    wide.max_heads = 128;
+    wide.max_len = 3000;
+    expect_all_ok("cuda-indexer-paged", 0, wide, 22, 150, "heads up to 128, next_n up to 2");
+    attest_gen_options prod = g;
+    prod.production_shape = 1;
+    prod.max_len = 4096;
+    expect_all_ok("cuda-indexer-paged", 0, prod, 23, 60, "production H=64, lengths up to 4096");
+    expect_all_ok("cuda-indexer-paged", 1, g, 24, 200, "default bounds");
+    expect_all_ok("cuda-indexer", 1, g, 25, 100, "default bounds");
+}
+
+/* The wrong-stride variant is a MISMATCH; the capture-lengths variant passes eagerly and is a
+ * GRAPH_MISMATCH under the graph check. */
+static void paged_mutants_are_caught(void **state)
+{
+    (void)state;
+    attest_gen_options g = attest_gen_defaults(ATTEST_KERNEL_INDEXER);
+    attest_case_record rec;
+    long at = first_verdict("mutant-cuda-indexer-paged-132-records", 0, g, 31, 50,
+                            ATTEST_VERDICT_MISMATCH, &rec);
+    assert_true(at >= 0);
+    printf("132-records: case %ld MISMATCH: %s\n", at, rec.message);
+    expect_all_ok("mutant-cuda-indexer-paged-capture-lengths", 0, g, 32, 100, "eager");
+    at = first_verdict("mutant-cuda-indexer-paged-capture-lengths", 1, g, 32, 50,
+                       ATTEST_VERDICT_GRAPH_MISMATCH, &rec);
+    assert_true(at >= 0);
+    printf("capture-lengths: case %ld GRAPH_MISMATCH: %s\n", at, rec.message);
+}
+
 
 /* cuda-indexer passes generated cases of default and production shapes. */
 static void cuda_indexer_passes(void **state)
@@ -103,6 +180,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cuda_indexer_passes),
         cmocka_unit_test(illegal_address_is_a_crash_and_the_run_goes_on),
+        cmocka_unit_test(cuda_indexer_paged_passes),
+        cmocka_unit_test(paged_mutants_are_caught),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     attest_policy_free(policy);

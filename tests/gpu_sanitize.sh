@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# GPU test (label gpu): `attest run --sanitize` on the paged indexer and its broken variants.
+# The correct kernel is clean under memcheck, racecheck and initcheck; the racy variant is a
+# SANITIZER verdict under racecheck, the uninitialized-read one under initcheck, and the
+# campaign goes on after each report. Exits 77 without compute-sanitizer or a usable device.
+# Usage: gpu_sanitize.sh ATTEST_BINARY
+set -u
+attest=$1
+find_cs() {
+  if [ -n "${ATTEST_COMPUTE_SANITIZER:-}" ]; then echo "$ATTEST_COMPUTE_SANITIZER"; return; fi
+  command -v compute-sanitizer || { [ -x /usr/local/cuda/bin/compute-sanitizer ] && echo /usr/local/cuda/bin/compute-sanitizer; }
+}
+cs=$(find_cs) || true
+if [ -z "$cs" ]; then echo "skipped: no compute-sanitizer"; exit 77; fi
+export ATTEST_COMPUTE_SANITIZER=$cs
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export TMPDIR=$work
+
+# run EXPECTED_RC TOOL CANDIDATE CASES: prints the summary; fails on another exit status.
+run() {
+  local want=$1 tool=$2 cand=$3 cases=$4
+  "$attest" run --candidate "$cand" --sanitize "$tool" --cases "$cases" --seed 5 --quiet \
+    --timeout 120 >"$work/out" 2>&1
+  local rc=$?
+  if grep -q "no usable device" "$work/out"; then echo "skipped: no usable device"; exit 77; fi
+  echo "== $cand under $tool: exit $rc"
+  grep -E "verdicts:|SANITIZER|compute-sanitizer:" "$work/out" | head -4
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL: expected exit $want"; cat "$work/out"; exit 1
+  fi
+}
+
+run 0 memcheck cuda-indexer-paged 40
+run 0 racecheck cuda-indexer-paged 10
+run 0 initcheck cuda-indexer-paged 20
+run 1 racecheck mutant-cuda-indexer-paged-race 10
+grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
+run 1 initcheck mutant-cuda-indexer-paged-uninit 10
+grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
+grep -q "Uninitialized" "$work/out" || { echo "FAIL: the report's lines are missing"; exit 1; }
+echo "PASS"
