@@ -27,8 +27,11 @@ run() {
   echo "== $cand under $tool: exit $rc"
   grep -E "verdicts:|SANITIZER|compute-sanitizer:" "$work/out" | head -4
   if [ "$rc" != "$want" ]; then
-    echo "FAIL: expected exit $want"; cat "$work/out"; exit 1
+    echo "FAIL: expected exit $want"; cat "$work/out"
+    for f in "$work"/attest-sanitize-*/*; do echo "--- $f"; head -20 "$f"; done
+    exit 1
   fi
+  rm -rf "$work"/attest-sanitize-*
 }
 
 run 0 memcheck cuda-indexer-paged 40

@@ -112,8 +112,11 @@ static void paged_mutants_are_caught(void **state)
                             ATTEST_VERDICT_MISMATCH, &rec);
     assert_true(at >= 0);
     printf("132-records: case %ld MISMATCH: %s\n", at, rec.message);
-    expect_all_ok("mutant-cuda-indexer-paged-capture-lengths", 0, g, 32, 100, "eager");
-    at = first_verdict("mutant-cuda-indexer-paged-capture-lengths", 1, g, 32, 50,
+    /* Lengths past one block's 8 pages (512 positions), where a capture-time grid falls short. */
+    attest_gen_options longer = g;
+    longer.max_len = 4000;
+    expect_all_ok("mutant-cuda-indexer-paged-capture-lengths", 0, longer, 32, 100, "eager");
+    at = first_verdict("mutant-cuda-indexer-paged-capture-lengths", 1, longer, 32, 50,
                        ATTEST_VERDICT_GRAPH_MISMATCH, &rec);
     assert_true(at >= 0);
     printf("capture-lengths: case %ld GRAPH_MISMATCH: %s\n", at, rec.message);

@@ -124,7 +124,8 @@ static int on_device(const void *p)
 
 /* The toy indexer; weight -1 faults the "device", 2 writes one past the output, 3 writes an
  * input; under a graph capture 4 bakes in the lengths it sees, 5 cannot be captured; 6 writes
- * a compute-sanitizer-style report into sanitizer_log for its own pid. Returns 90/91 if it is
+ * a compute-sanitizer-style report into sanitizer_log for its own pid, 7 for its parent's (run
+ * isolated). Returns 90/91 if it is
  * handed host pointers. */
 static char sanitizer_log[256];
 
@@ -147,9 +148,11 @@ static int run_device(void *ctx, const attest_kernel_args *a)
         }
         return 0;
     }
-    if (ia->weights[0] == 6.0f) {
+    if (ia->weights[0] == 6.0f || ia->weights[0] == 7.0f) {
+        /* 7: where compute-sanitizer puts a forked child's reports, its parent's log */
         char path[300];
-        snprintf(path, sizeof path, "%s.%ld", sanitizer_log, (long)getpid());
+        snprintf(path, sizeof path, "%s.%ld", sanitizer_log,
+                 (long)(ia->weights[0] == 6.0f ? getpid() : getppid()));
         FILE *f = fopen(path, "a");
         if (f) {
             fprintf(f, "========= COMPUTE-SANITIZER\n"
@@ -331,6 +334,10 @@ static void test_sanitizer_log(void **state)
     expect(&rec, ATTEST_VERDICT_SANITIZER,
            "run 1: compute-sanitizer: Invalid __global__ read of size 4 bytes; at toy_kernel+0x40");
     assert_true(rec.integrity_flags & ATTEST_INTEGRITY_SANITIZER);
+    rec = judge(r, 0.5f);
+    expect(&rec, ATTEST_VERDICT_OK, NULL);
+    rec = judge(r, 7.0f);
+    expect(&rec, ATTEST_VERDICT_SANITIZER, "Invalid __global__ read of size 4 bytes");
     rec = judge(r, 0.5f);
     expect(&rec, ATTEST_VERDICT_OK, NULL);
     attest_runner_destroy(r);

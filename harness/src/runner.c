@@ -36,6 +36,7 @@ struct attest_runner {
     size_t first_cap[ATTEST_RECORD_MAX_OUTPUTS];
     pid_t san_pid;          /* whose sanitizer log was read last, and how far */
     long san_offset;
+    long san_self_offset;   /* and how far this process's own log was read */
 };
 
 attest_runner_options attest_runner_defaults(void)
@@ -254,22 +255,34 @@ static void compose_message(attest_case_record *rec, const findings *f)
     }
 }
 
-/* Reads what the log of the process that served this run gained since the last look. */
-static void check_sanitizer(attest_runner *r, pid_t pid, int run, attest_case_record *rec,
-                            findings *f)
+/* Reads what the sanitizer logs gained since the last look: the worker's own file if the tool
+ * tracks it as a process of its own, and this process's file, where compute-sanitizer (2025)
+ * writes the reports of a forked child that never executed a new program. This process never
+ * runs CUDA, so whatever lands there came from its worker. */
+static int read_sanitizer(attest_runner *r, pid_t pid, char *lines, size_t cap)
 {
     if (pid != r->san_pid) {
         r->san_pid = pid;
         r->san_offset = 0;
     }
+    int found = sanitizer_log_read(r->opt.sanitizer_log, pid, &r->san_offset, lines, cap);
+    if (found <= 0 && pid != getpid())
+        found = sanitizer_log_read(r->opt.sanitizer_log, getpid(), &r->san_self_offset, lines,
+                                   cap);
+    return found;
+}
+
+static void check_sanitizer(attest_runner *r, pid_t pid, int run, attest_case_record *rec,
+                            findings *f)
+{
     char lines[200];
-    int found = sanitizer_log_read(r->opt.sanitizer_log, pid, &r->san_offset, lines, sizeof lines);
+    int found = read_sanitizer(r, pid, lines, sizeof lines);
     if (found <= 0 && run == r->opt.reruns - 1) {
         /* The tool's front end writes the log: give a report of the last run a moment to land
          * before the case is closed. */
         struct timespec settle = {0, 30 * 1000000};
         nanosleep(&settle, NULL);
-        found = sanitizer_log_read(r->opt.sanitizer_log, pid, &r->san_offset, lines, sizeof lines);
+        found = read_sanitizer(r, pid, lines, sizeof lines);
     }
     if (found <= 0) return;
     if (!(rec->integrity_flags & ATTEST_INTEGRITY_SANITIZER))

@@ -87,7 +87,9 @@ int run_uninit(void *ctx, const attest_kernel_args *args)
 }
 
 // Reads the lengths back to the host on a stream of its own (legal while the harness captures
-// cudaStreamPerThread in relaxed mode) and launches only the pages they need.
+// cudaStreamPerThread in relaxed mode) and launches only the pages they need. The stream is a
+// blocking one, so the copy waits for the harness's uploads on the legacy stream (a
+// non-blocking one read stale lengths: a second bug, seen as NONDETERMINISTIC).
 struct capture_ctx {
     cudaStream_t side;
 };
@@ -96,7 +98,7 @@ int capture_init(void **ctx)
 {
     capture_ctx *c = static_cast<capture_ctx *>(calloc(1, sizeof(capture_ctx)));
     if (!c) return 1;
-    if (cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking) != cudaSuccess) {
+    if (cudaStreamCreateWithFlags(&c->side, cudaStreamDefault) != cudaSuccess) {
         free(c);
         return 1;
     }
