@@ -42,4 +42,7 @@ grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict
 run 1 initcheck mutant-cuda-indexer-paged-uninit 10
 grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
 grep -q "Uninitialized" "$work/out" || { echo "FAIL: the report's lines are missing"; exit 1; }
+run 0 memcheck cuda-mla-decode 30
+run 1 racecheck mutant-cuda-mla-decode-merge-race 10
+grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
 echo "PASS"

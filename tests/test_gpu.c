@@ -167,6 +167,47 @@ static void illegal_address_is_a_crash_and_the_run_goes_on(void **state)
     attest_runner_destroy(r);
 }
 
+/* cuda-mla-decode passes default bounds (both layouts, sinks, extra scopes, topk_length,
+ * lonely queries), production shapes, and the graph check. */
+static void cuda_mla_decode_passes(void **state)
+{
+    (void)state;
+    attest_gen_options g = attest_gen_defaults(ATTEST_KERNEL_MLA_DECODE);
+    expect_all_ok("cuda-mla-decode", 0, g, 41, 400, "default bounds");
+    expect_all_ok("cuda-mla-decode", 1, g, 42, 150, "default bounds");
+    attest_gen_options prod = g;
+    prod.production_shape = 1;
+    expect_all_ok("cuda-mla-decode", 0, prod, 43, 20, "production shapes");
+}
+
+/* The missing guard and the wrong stride are MISMATCHes; the racy merge fails some case. */
+static void mla_mutants_are_caught(void **state)
+{
+    (void)state;
+    attest_gen_options g = attest_gen_defaults(ATTEST_KERNEL_MLA_DECODE);
+    attest_case_record rec;
+    long at = first_verdict("mutant-cuda-mla-decode-no-guard", 0, g, 51, 200,
+                            ATTEST_VERDICT_MISMATCH, &rec);
+    assert_true(at >= 0);
+    printf("no-guard: case %ld MISMATCH: %s\n", at, rec.message);
+    at = first_verdict("mutant-cuda-mla-decode-wrong-stride", 0, g, 52, 200,
+                       ATTEST_VERDICT_MISMATCH, &rec);
+    assert_true(at >= 0);
+    printf("wrong-stride: case %ld MISMATCH: %s\n", at, rec.message);
+    attest_runner *r = make_runner("mutant-cuda-mla-decode-merge-race");
+    int failing = 0;
+    for (uint64_t i = 0; i < 200 && !failing; i++) {
+        attest_verdict v = judge(r, &g, attest_case_seed(53, i), &rec);
+        if (attest_verdict_is_failure(v)) {
+            failing = 1;
+            printf("merge-race: case %llu %s: %s\n", (unsigned long long)i,
+                   attest_verdict_name(v), rec.message);
+        }
+    }
+    attest_runner_destroy(r);
+    if (!failing) printf("merge-race: no failing verdict in 200 cases without racecheck\n");
+}
+
 int main(void)
 {
     if (attest_policy_default(&policy) != ATTEST_OK) return 1;
@@ -185,6 +226,8 @@ int main(void)
         cmocka_unit_test(illegal_address_is_a_crash_and_the_run_goes_on),
         cmocka_unit_test(cuda_indexer_paged_passes),
         cmocka_unit_test(paged_mutants_are_caught),
+        cmocka_unit_test(cuda_mla_decode_passes),
+        cmocka_unit_test(mla_mutants_are_caught),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     attest_policy_free(policy);

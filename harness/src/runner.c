@@ -278,9 +278,11 @@ static void check_sanitizer(attest_runner *r, pid_t pid, int run, attest_case_re
     char lines[200];
     int found = read_sanitizer(r, pid, lines, sizeof lines);
     if (found <= 0 && run == r->opt.reruns - 1) {
-        /* The tool's front end writes the log: give a report of the last run a moment to land
-         * before the case is closed. */
-        struct timespec settle = {0, 30 * 1000000};
+        /* Some reports (racecheck's) reach the log only when the process that ran the kernel
+         * ends: the case's worker is stopped (the next case forks a fresh one) and the log is
+         * read once it is gone, so each report lands on the case that caused it. */
+        if (r->opt.isolate) worker_stop(&r->worker);
+        struct timespec settle = {0, 50 * 1000000};
         nanosleep(&settle, NULL);
         found = read_sanitizer(r, pid, lines, sizeof lines);
     }
