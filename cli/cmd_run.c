@@ -37,8 +37,9 @@ static void usage(FILE *f)
           "  --graph            CUDA-graph check: capture each case's launch with other lengths\n"
           "                     and page tables, replay it on the case, compare with the eager\n"
           "                     run (verdict GRAPH_MISMATCH); device candidates\n"
-          "  --sanitize TOOL    run under compute-sanitizer (memcheck, racecheck, initcheck,\n"
-          "                     synccheck); a report is the verdict SANITIZER\n"
+          "  --sanitize TOOL    also run each case once under compute-sanitizer (memcheck,\n"
+          "                     racecheck, initcheck, synccheck), in a process of its own; a\n"
+          "                     report is the verdict SANITIZER\n"
           "  --max-failures N   stop after N failing cases (default: never)\n"
           "  --print-failures N failing cases printed as they happen (default 20)\n"
           "  --junit FILE       also write a JUnit XML report (one testcase per case)\n"
@@ -159,9 +160,6 @@ static int parse(int argc, char **argv, run_args *a)
         return attest_cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
     if (a->candidate == NULL)
         return attest_cli_usage_error("run", "--candidate is required (attest list shows them)");
-    if (a->sanitize && a->no_isolate)
-        return attest_cli_usage_error("run", "--sanitize needs the isolated worker (drop "
-                                             "--no-isolate)");
     return -1;
 }
 
@@ -170,14 +168,8 @@ int attest_cmd_run(int argc, char **argv)
     char command_line[2048]; /* taken before getopt_long permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     run_args a;
-    char **original = calloc((size_t)argc + 1, sizeof *original); /* before getopt permutes */
-    if (!original) return attest_cli_usage_error("run", "out of memory");
-    memcpy(original, argv, (size_t)argc * sizeof *argv);
     int rc = parse(argc, argv, &a);
-    if (rc >= 0) {
-        free(original);
-        return rc;
-    }
+    if (rc >= 0) return rc;
 
     if (a.out) {
         const char *inputs[] = {a.policy, a.candidate};
@@ -186,21 +178,11 @@ int attest_cmd_run(int argc, char **argv)
             return rc;
     }
     const attest_candidate *cand = NULL;
-    if (attest_candidate_resolve(a.candidate, &cand) != ATTEST_OK) {
-        free(original);
+    if (attest_candidate_resolve(a.candidate, &cand) != ATTEST_OK)
         return attest_cli_usage_error("run", "%s", attest_last_error());
-    }
-    if (a.graph && cand->domain != ATTEST_DOMAIN_DEVICE) {
-        free(original);
+    if (a.graph && cand->domain != ATTEST_DOMAIN_DEVICE)
         return attest_cli_usage_error("run", "--graph: '%s' is not a device candidate",
                                       cand->name);
-    }
-    if (a.sanitize && !attest_cli_sanitize_log()) {
-        rc = attest_cli_sanitize_exec("run", a.sanitize, argc, original); /* only on failure */
-        free(original);
-        return rc;
-    }
-    free(original);
     if (a.kernel) {
         attest_kernel k;
         if (attest_kernel_from_name(a.kernel, &k) != ATTEST_OK)
@@ -232,7 +214,6 @@ int attest_cmd_run(int argc, char **argv)
     opt.runner.timeout_seconds = a.timeout;
     opt.runner.isolate = !a.no_isolate;
     opt.runner.graph_check = a.graph;
-    opt.runner.sanitizer_log = a.sanitize ? attest_cli_sanitize_log() : NULL;
     opt.out_path = a.out;
     opt.progress = !a.quiet && attest_cli_interactive();
     opt.print_failures = (uint32_t)a.print_failures;
@@ -242,8 +223,18 @@ int attest_cmd_run(int argc, char **argv)
     opt.junit_path = a.junit;
     opt.junit_suite = "attest run";
 
+    attest_cli_sanitizer san;
+    if (a.sanitize) {
+        if ((rc = attest_cli_sanitizer_init(&san, "run", a.sanitize, a.timeout)) >= 0) {
+            attest_policy_free(policy);
+            return rc;
+        }
+        opt.inspect = attest_cli_sanitizer_inspect;
+        opt.inspect_ctx = &san;
+    }
     attest_engine_totals totals;
     attest_status st = attest_engine_run(&job, 1, &opt, stdout, &totals);
+    if (a.sanitize) attest_cli_sanitizer_fini(&san);
     attest_policy_free(policy);
     if (st != ATTEST_OK) {
         fflush(stdout);

@@ -310,6 +310,8 @@ static attest_status run_job(engine_run *er, const attest_job *job)
         memset(&rec, 0, sizeof rec);
         memset(&kept, 0, sizeof kept);
         st = attest_runner_judge(runner, &c, &rec, er->results ? &kept : NULL);
+        if (st == ATTEST_OK && er->opt->inspect)
+            st = er->opt->inspect(er->opt->inspect_ctx, job, &c, &rec);
         if (st == ATTEST_OK) {
             rec.gen_seconds = gen_seconds;
             st = attest_engine_take_record(er, job, &rec, &c, &kept);

@@ -37,6 +37,12 @@ typedef struct attest_engine_options {
     const char *junit_path;        /* JUnit XML report, one testcase per case, or NULL */
     const char *junit_suite;       /* its suite name ("attest run") */
     double time_limit;             /* seconds; stop (as complete) when it is up (0: none) */
+    /* Optional: called after each case is judged, before it is recorded, in the process that
+     * judged it; may change the record (`--sanitize` makes a compute-sanitizer report the
+     * case's verdict). A returned error stops the run as a harness failure. */
+    attest_status (*inspect)(void *ctx, const attest_job *job, const attest_case *c,
+                             attest_case_record *rec);
+    void *inspect_ctx;
 } attest_engine_options;
 
 typedef struct attest_engine_totals {

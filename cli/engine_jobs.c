@@ -201,6 +201,8 @@ static int worker_main(const engine_run *er, const attest_job *jobs, size_t num_
                 memset(&rec, 0, sizeof rec);
                 memset(&kept, 0, sizeof kept);
                 st = attest_runner_judge(runner, &c, &rec, keep ? &kept : NULL);
+                if (st == ATTEST_OK && er->opt->inspect)
+                    st = er->opt->inspect(er->opt->inspect_ctx, job, &c, &rec);
                 rec.gen_seconds = gen_seconds;
                 if (st != ATTEST_OK) {
                     (void)send_error(fd, st);

@@ -1,23 +1,47 @@
-/* attest CLI: `--sanitize TOOL`, running the whole attest process under compute-sanitizer.
+/* attest CLI: `run --sanitize TOOL`, each case checked by compute-sanitizer in a process of its
+ * own.
  *
- * The runner's worker is forked, not executed, so it cannot be started under the tool on its
- * own; instead the verb re-executes itself as `compute-sanitizer --tool TOOL --log-file
- * DIR/attest.%p.log ... attest VERB ARGS`, with $ATTEST_SANITIZER_LOG naming the log pattern.
- * The parent never touches CUDA; each worker inherits the tool's injection and reports in its
- * own log file, which the runner reads after every run (attest_runner_options.sanitizer_log).
+ * The campaign runs as usual (the runner judges every case in its forked worker); then, for
+ * each case, a child `compute-sanitizer --tool TOOL --log-file F attest run --case-seed SEED
+ * --no-isolate ...` runs the same case once, CUDA in the very process the tool started, and F
+ * is read after the child exits. Why a process per case: compute-sanitizer (2025) writes the
+ * reports of a forked worker into its parent's log and only when the tool exits, so a report
+ * can be matched to its case only when one tool run holds one case. A report (a line of the
+ * tool's "=========" prefix other than its banner and summaries) makes the case's verdict
+ * SANITIZER with the tool's first lines; the campaign goes on.
  */
 #ifndef ATTEST_CLI_SANITIZE_H
 #define ATTEST_CLI_SANITIZE_H
 
-/* The tools `--sanitize` accepts: memcheck, racecheck, initcheck, synccheck. */
+#include <limits.h>
+
+#include "engine.h"
+
+typedef struct attest_cli_sanitizer {
+    const char *tool;      /* memcheck, racecheck, initcheck or synccheck */
+    char exe[PATH_MAX];    /* compute-sanitizer */
+    char self[PATH_MAX];   /* this attest binary */
+    char dir[PATH_MAX];    /* the per-case logs (removed by fini) */
+    double timeout;        /* per child, seconds */
+    unsigned long children;
+} attest_cli_sanitizer;
+
+/* The tools `--sanitize` accepts. */
 int attest_cli_sanitize_tool_ok(const char *tool);
 
-/* Already under the tool: returns the log pattern (from the environment), else NULL. */
-const char *attest_cli_sanitize_log(void);
+/* Finds the tool ($ATTEST_COMPUTE_SANITIZER, PATH, /usr/local/cuda/bin) and makes the log
+ * folder. Returns -1 when ready, else a usage-error exit status (one line printed). */
+int attest_cli_sanitizer_init(attest_cli_sanitizer *s, const char *verb, const char *tool,
+                              double timeout_seconds);
 
-/* Re-executes argv (argv[0] = the verb) under compute-sanitizer; returns only on failure, with
- * the exit status of a usage error (one line on stderr). The tool is found in
- * $ATTEST_COMPUTE_SANITIZER, on PATH, or in /usr/local/cuda/bin. */
-int attest_cli_sanitize_exec(const char *verb, const char *tool, int argc, char **argv);
+/* The engine's inspect hook (ctx = the sanitizer). */
+attest_status attest_cli_sanitizer_inspect(void *ctx, const attest_job *job, const attest_case *c,
+                                           attest_case_record *rec);
+
+/* Removes the log folder. */
+void attest_cli_sanitizer_fini(attest_cli_sanitizer *s);
+
+/* Whether one log line (without its newline) belongs to an error report. */
+int attest_cli_sanitizer_is_report(const char *line);
 
 #endif

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -123,11 +122,8 @@ static int on_device(const void *p)
 }
 
 /* The toy indexer; weight -1 faults the "device", 2 writes one past the output, 3 writes an
- * input; under a graph capture 4 bakes in the lengths it sees, 5 cannot be captured; 6 writes
- * a compute-sanitizer-style report into sanitizer_log for its own pid, 7 for its parent's (run
- * isolated). Returns 90/91 if it is
- * handed host pointers. */
-static char sanitizer_log[256];
+ * input; under a graph capture 4 bakes in the lengths it sees, 5 cannot be captured. Returns
+ * 90/91 if it is handed host pointers. */
 
 static int run_device(void *ctx, const attest_kernel_args *a)
 {
@@ -148,20 +144,6 @@ static int run_device(void *ctx, const attest_kernel_args *a)
         }
         return 0;
     }
-    if (ia->weights[0] == 6.0f || ia->weights[0] == 7.0f) {
-        /* 7: where compute-sanitizer puts a forked child's reports, its parent's log */
-        char path[300];
-        snprintf(path, sizeof path, "%s.%ld", sanitizer_log,
-                 (long)(ia->weights[0] == 6.0f ? getpid() : getppid()));
-        FILE *f = fopen(path, "a");
-        if (f) {
-            fprintf(f, "========= COMPUTE-SANITIZER\n"
-                       "========= Invalid __global__ read of size 4 bytes\n"
-                       "=========     at toy_kernel+0x40\n"
-                       "=========\n");
-            fclose(f);
-        }
-    }
     toy_indexer_logits(ia, -INFINITY);
     const float w = ia->weights[0];
     const attest_indexer_params *p = ia->params;
@@ -181,12 +163,11 @@ static const attest_candidate c_device = {
     .run = run_device,
 };
 
-static attest_runner *make_runner_with(int isolate, int graph_check, const char *san_log)
+static attest_runner *make_runner_with(int isolate, int graph_check)
 {
     attest_runner_options o = attest_runner_defaults();
     o.isolate = isolate;
     o.graph_check = graph_check;
-    o.sanitizer_log = san_log;
     o.reference = toy_reference;
     attest_runner *r = NULL;
     if (attest_runner_create(&c_device, &o, &r) != ATTEST_OK)
@@ -194,7 +175,7 @@ static attest_runner *make_runner_with(int isolate, int graph_check, const char 
     return r;
 }
 
-static attest_runner *make_runner(int isolate) { return make_runner_with(isolate, 0, NULL); }
+static attest_runner *make_runner(int isolate) { return make_runner_with(isolate, 0); }
 
 static attest_case_record judge(attest_runner *r, float w)
 {
@@ -287,7 +268,7 @@ static void test_graph_check(void **state)
     (void)state;
     for (int isolate = 0; isolate <= 1; isolate++) {
         assert_int_equal(attest_register_device_ops(&graph_ops), 0);
-        attest_runner *r = make_runner_with(isolate, 1, NULL);
+        attest_runner *r = make_runner_with(isolate, 1);
         attest_case_record rec = judge(r, 0.5f);
         expect(&rec, ATTEST_VERDICT_OK, NULL);
         rec = judge(r, 4.0f);
@@ -302,7 +283,7 @@ static void test_graph_check(void **state)
         attest_runner_destroy(r);
 
         assert_int_equal(attest_register_device_ops(&fake_ops), 0);
-        r = make_runner_with(isolate, 1, NULL);
+        r = make_runner_with(isolate, 1);
         rec = judge(r, 0.5f);
         expect(&rec, ATTEST_VERDICT_HARNESS_ERROR, "no graph support");
         attest_runner_destroy(r);
@@ -314,37 +295,6 @@ static void test_graph_check(void **state)
     expect(&rec, ATTEST_VERDICT_OK, NULL);
     attest_runner_destroy(r);
     assert_int_equal(attest_register_device_ops(NULL), 0);
-}
-
-/* A report in the worker's sanitizer log is the verdict SANITIZER with its first lines; the
- * banner alone is not a report; the next clean case is OK again. */
-static void test_sanitizer_log(void **state)
-{
-    (void)state;
-    char dir[] = "/tmp/attest-san-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    snprintf(sanitizer_log, sizeof sanitizer_log, "%s/w", dir);
-    char pattern[300];
-    snprintf(pattern, sizeof pattern, "%s.%%p", sanitizer_log);
-    assert_int_equal(attest_register_device_ops(&fake_ops), 0);
-    attest_runner *r = make_runner_with(1, 0, pattern);
-    attest_case_record rec = judge(r, 0.5f);
-    expect(&rec, ATTEST_VERDICT_OK, NULL);
-    rec = judge(r, 6.0f);
-    expect(&rec, ATTEST_VERDICT_SANITIZER,
-           "run 1: compute-sanitizer: Invalid __global__ read of size 4 bytes; at toy_kernel+0x40");
-    assert_true(rec.integrity_flags & ATTEST_INTEGRITY_SANITIZER);
-    rec = judge(r, 0.5f);
-    expect(&rec, ATTEST_VERDICT_OK, NULL);
-    rec = judge(r, 7.0f);
-    expect(&rec, ATTEST_VERDICT_SANITIZER, "Invalid __global__ read of size 4 bytes");
-    rec = judge(r, 0.5f);
-    expect(&rec, ATTEST_VERDICT_OK, NULL);
-    attest_runner_destroy(r);
-    assert_int_equal(attest_register_device_ops(NULL), 0);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 /* A table missing a required op is refused. */
@@ -368,7 +318,6 @@ int main(void)
         cmocka_unit_test(test_device_in_process),
         cmocka_unit_test(test_register_incomplete),
         cmocka_unit_test(test_graph_check),
-        cmocka_unit_test(test_sanitizer_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

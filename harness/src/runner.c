@@ -14,7 +14,6 @@
 #include "attest/policy.h"
 #include "execute.h"
 #include "runner_internal.h"
-#include "sanitizer_log.h"
 #include "worker.h"
 
 struct attest_runner {
@@ -34,9 +33,6 @@ struct attest_runner {
     int bounded;                              /* this case's bounds were computed */
     uint8_t *first[ATTEST_RECORD_MAX_OUTPUTS]; /* outputs of the first run */
     size_t first_cap[ATTEST_RECORD_MAX_OUTPUTS];
-    pid_t san_pid;          /* whose sanitizer log was read last, and how far */
-    long san_offset;
-    long san_self_offset;   /* and how far this process's own log was read */
 };
 
 attest_runner_options attest_runner_defaults(void)
@@ -135,7 +131,6 @@ typedef struct findings {
     char compare_msg[256];
     char ref_msg[200];
     char graph_msg[200];
-    char sanitizer_msg[256];
 } findings;
 
 /* The arithmetic models of the case's outputs when the policy asks for computed bounds for
@@ -214,8 +209,6 @@ static void check_run(attest_runner *r, const attest_case *cc, const size_t *out
 
 static attest_verdict decide(const attest_case_record *rec, const findings *f)
 {
-    /* First: a sanitizer report explains whatever else happened (a crash, wrong outputs). */
-    if (rec->integrity_flags & ATTEST_INTEGRITY_SANITIZER) return ATTEST_VERDICT_SANITIZER;
     switch (f->terminal) {
     case EXEC_CRASH:
     case EXEC_DEVICE_FAULT: return ATTEST_VERDICT_CRASH;
@@ -241,9 +234,8 @@ static attest_verdict decide(const attest_case_record *rec, const findings *f)
 /* The message leads with what decided the verdict, then the other findings. */
 static void compose_message(attest_case_record *rec, const findings *f)
 {
-    const char *parts[] = {f->sanitizer_msg, f->terminal_msg, f->ref_msg, f->canary_msg,
-                           f->input_msg,     f->nondet_msg,   f->cand_msg, f->compare_msg,
-                           f->graph_msg};
+    const char *parts[] = {f->terminal_msg, f->ref_msg,  f->canary_msg,  f->input_msg,
+                           f->nondet_msg,   f->cand_msg, f->compare_msg, f->graph_msg};
     size_t n = 0;
     rec->message[0] = '\0';
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
@@ -253,44 +245,6 @@ static void compose_message(attest_case_record *rec, const findings *f)
         if (w > 0) n += (size_t)w;
         if (n >= sizeof rec->message) n = sizeof rec->message - 1;
     }
-}
-
-/* Reads what the sanitizer logs gained since the last look: the worker's own file if the tool
- * tracks it as a process of its own, and this process's file, where compute-sanitizer (2025)
- * writes the reports of a forked child that never executed a new program. This process never
- * runs CUDA, so whatever lands there came from its worker. */
-static int read_sanitizer(attest_runner *r, pid_t pid, char *lines, size_t cap)
-{
-    if (pid != r->san_pid) {
-        r->san_pid = pid;
-        r->san_offset = 0;
-    }
-    int found = sanitizer_log_read(r->opt.sanitizer_log, pid, &r->san_offset, lines, cap);
-    if (found <= 0 && pid != getpid())
-        found = sanitizer_log_read(r->opt.sanitizer_log, getpid(), &r->san_self_offset, lines,
-                                   cap);
-    return found;
-}
-
-static void check_sanitizer(attest_runner *r, pid_t pid, int run, attest_case_record *rec,
-                            findings *f)
-{
-    char lines[200];
-    int found = read_sanitizer(r, pid, lines, sizeof lines);
-    if (found <= 0 && run == r->opt.reruns - 1) {
-        /* Some reports (racecheck's) reach the log only when the process that ran the kernel
-         * ends: the case's worker is stopped (the next case forks a fresh one) and the log is
-         * read once it is gone, so each report lands on the case that caused it. */
-        if (r->opt.isolate) worker_stop(&r->worker);
-        struct timespec settle = {0, 50 * 1000000};
-        nanosleep(&settle, NULL);
-        found = read_sanitizer(r, pid, lines, sizeof lines);
-    }
-    if (found <= 0) return;
-    if (!(rec->integrity_flags & ATTEST_INTEGRITY_SANITIZER))
-        snprintf(f->sanitizer_msg, sizeof f->sanitizer_msg, "run %d: compute-sanitizer: %s",
-                 run + 1, lines);
-    rec->integrity_flags |= ATTEST_INTEGRITY_SANITIZER;
 }
 
 /* Runs the candidate `reruns` times; the reference is computed while the first isolated run
@@ -303,17 +257,14 @@ static attest_status run_all(attest_runner *r, const attest_case *cc, const size
         exec_request req = {EXEC_MAGIC, run == 0, r->arena.generation, r->opt.timeout_seconds,
                             run == 0 && r->opt.graph_check, 0};
         exec_result res;
-        pid_t served_by = getpid();
         if (r->opt.isolate) {
             ATTEST_FORWARD(worker_send(&r->worker, &r->arena, &req, r->opt.timeout_seconds));
-            served_by = r->worker.pid;
             if (f->ref_state == 0) compute_reference(r, cc, outs, num_out, rec, f);
             worker_wait(&r->worker, &res);
         } else {
             exec_run(&r->local, r->arena.control, &req, &res);
         }
         rec->reruns = run + 1;
-        if (r->opt.sanitizer_log) check_sanitizer(r, served_by, run, rec, f);
         if (res.graph_mismatch && !(rec->integrity_flags & ATTEST_INTEGRITY_GRAPH)) {
             rec->integrity_flags |= ATTEST_INTEGRITY_GRAPH;
             snprintf(f->graph_msg, sizeof f->graph_msg, "%s", res.graph_msg);

@@ -4,8 +4,8 @@
  * outputs poisoned), input checksums are taken, the candidate runs `reruns` times (in a forked
  * worker when isolated), and the outputs are compared with the reference under the policy.
  * Verdict priority when several findings apply: CRASH, TIMEOUT, HARNESS_ERROR, UNSUPPORTED,
- * OUT_OF_BOUNDS_WRITE, INPUT_MODIFIED, NONDETERMINISTIC, MISMATCH, GRAPH_MISMATCH, OK, with
- * SANITIZER above all (see sanitizer_log). All findings stay in the
+ * OUT_OF_BOUNDS_WRITE, INPUT_MODIFIED, NONDETERMINISTIC, MISMATCH, GRAPH_MISMATCH, OK (the
+ * CLI's --sanitize sets SANITIZER over any of them). All findings stay in the
  * record's integrity_flags and failed_gates.
  *
  * The reference, the candidate and the comparator see the case with the candidate's declared
@@ -56,11 +56,6 @@ typedef struct attest_runner_options {
      * and compares its outputs bitwise with the eager run's: a difference, or a launch that
      * cannot be captured, is GRAPH_MISMATCH. Needs the device ops' graph ops. */
     int32_t graph_check;
-    /* Non-NULL: the process runs under compute-sanitizer, which writes each process's report
-     * to this path with %p replaced by its pid (its --log-file). After each run the runner
-     * reads what the worker's log gained; an error report is the verdict SANITIZER with the
-     * tool's first lines (it outranks every other verdict: it explains a crash). */
-    const char *sanitizer_log;
 } attest_runner_options;
 
 /* Returns the defaults (reruns 2, timeout 10 s, isolated); policy and reference left NULL. */
