@@ -10,3 +10,21 @@ endif()
 add_test(NAME cli_sanitize COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_sanitize.sh $<TARGET_FILE:attest>)
 set_tests_properties(cli_sanitize PROPERTIES LABELS cli TIMEOUT 300
   ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=")
+
+# attest bench on a host candidate: a row per shape, in order, timed with the wall clock.
+add_test(NAME cli_bench COMMAND attest bench --candidate cpu-indexer
+  --shapes "b=1,len=64;b=2,len=100,max_len=200" --iters 2 --warmup 0)
+set_tests_properties(cli_bench PROPERTIES LABELS cli TIMEOUT 120
+  ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES="
+  PASS_REGULAR_EXPRESSION "b=1,len=64,max_len=64,heads=64,next_n=1 .*b=2,len=100,max_len=200,heads=64,next_n=1 .*host candidate: timed with the wall clock")
+# Bad shapes and options: exit 2 with one line naming the problem, before anything is built.
+add_test(NAME cli_bench_errors COMMAND bash -c "
+  out=$($<TARGET_FILE:attest> bench --candidate cpu-indexer --shapes 'b=1,len=9,max_len=8' 2>&1); rc=$?
+  [ $rc = 2 ] && echo \"$out\" | grep -q 'len 9 exceeds max_len 8' || { echo \"rc $rc: $out\"; exit 1; }
+  out=$($<TARGET_FILE:attest> bench --candidate cpu-mla-decode 2>&1); rc=$?
+  [ $rc = 2 ] && echo \"$out\" | grep -q 'only indexer candidates' || { echo \"rc $rc: $out\"; exit 1; }
+  out=$($<TARGET_FILE:attest> bench --candidate cpu-indexer --iters 0 2>&1); rc=$?
+  [ $rc = 2 ] || { echo \"rc $rc: $out\"; exit 1; }
+  echo PASS")
+set_tests_properties(cli_bench_errors PROPERTIES LABELS cli TIMEOUT 60
+  ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "PASS")
