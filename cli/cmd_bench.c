@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "attest/bench.h"
+#include "attest/files.h"
 #include "attest/registry.h"
 #include "commands.h"
 #include "engine.h"
@@ -42,7 +43,8 @@ static void usage(FILE *f)
             "  --warmup N         untimed runs first (default 3)\n"
             "  --peak-gbps X      peak for %% of peak (default %.0f, the H200's measured HBM)\n"
             "  --seed S           bytes of the cases (default 1)\n"
-            "  --out FILE         write the rows to an HDF5 bench file (table /bench)\n",
+            "  --out FILE         write the rows to an HDF5 bench file (table /bench)\n"
+            "  --force            replace an existing HDF5 file at --out\n",
             default_device_shapes, default_host_shapes, ATTEST_BENCH_DEFAULT_PEAK_GBPS);
 }
 
@@ -51,6 +53,7 @@ static const struct option long_options[] = {
     {"shapes", required_argument, NULL, 'S'},  {"iters", required_argument, NULL, 'n'},
     {"warmup", required_argument, NULL, 'w'},  {"peak-gbps", required_argument, NULL, 'p'},
     {"seed", required_argument, NULL, 's'},    {"out", required_argument, NULL, 'o'},
+    {"force", no_argument, NULL, 'F'},
     {NULL, 0, NULL, 0},
 };
 
@@ -83,7 +86,7 @@ int attest_cmd_bench(int argc, char **argv)
     char command_line[2048];
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     const char *specs[MAX_CANDIDATES], *shapes_text = NULL, *out = NULL;
-    int num_specs = 0;
+    int num_specs = 0, force = 0;
     attest_bench_options opt = attest_bench_defaults();
     uint64_t seed = 1;
     optind = 1;
@@ -99,6 +102,7 @@ int attest_cmd_bench(int argc, char **argv)
             break;
         case 'S': shapes_text = optarg; break;
         case 'o': out = optarg; break;
+        case 'F': force = 1; break;
         case 'n':
             if (attest_cli_parse_i32(optarg, 1, 100000, &opt.iters))
                 return attest_cli_bad_value("bench", "iters", optarg);
@@ -121,6 +125,11 @@ int attest_cmd_bench(int argc, char **argv)
         return attest_cli_usage_error("bench", "unexpected argument '%s'", argv[optind]);
     if (num_specs == 0)
         return attest_cli_usage_error("bench", "--candidate is required (attest list shows them)");
+    /* The output policy first: nothing is measured for a file that may not be written. */
+    int rc;
+    if (out && (rc = attest_cli_check_output("bench", out, ATTEST_OUTPUT_HDF5, force, specs,
+                                             (size_t)num_specs)) >= 0)
+        return rc;
     const attest_candidate *cands[MAX_CANDIDATES];
     for (int i = 0; i < num_specs; i++) {
         if (attest_candidate_resolve(specs[i], &cands[i]) != ATTEST_OK)
@@ -141,7 +150,7 @@ int attest_cmd_bench(int argc, char **argv)
     attest_bench_row *rows = calloc((size_t)num_specs * MAX_SHAPES, sizeof *rows);
     if (!rows) return attest_cli_usage_error("bench", "out of memory");
     size_t num_rows = 0;
-    int rc = ATTEST_EXIT_OK;
+    rc = ATTEST_EXIT_OK;
     for (int i = 0; i < num_specs && rc == ATTEST_EXIT_OK; i++) {
         printf("attest bench: %s, %d warm-up + %d timed runs per shape, peak %.0f GB/s\n",
                cands[i]->name, opt.warmup, opt.iters, opt.peak_gbps);

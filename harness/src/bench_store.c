@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attest/bench.h"
 #include "attest/build_info.h"
@@ -94,7 +95,14 @@ attest_status attest_bench_write(const char *path, const attest_bench_row *rows,
     H5Eget_auto2(H5E_DEFAULT, &old_fn, &old_data);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     attest_status st = ATTEST_OK;
-    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    /* A temporary sibling renamed into place: an interrupted write leaves no half file. */
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+        free(flat);
+        H5Eset_auto2(H5E_DEFAULT, old_fn, old_data);
+        return attest_fail(ATTEST_ERR_IO, "bench: path too long: '%s'", path);
+    }
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) {
         st = attest_fail(ATTEST_ERR_IO, "bench: cannot create '%s'", path);
     } else {
@@ -112,6 +120,9 @@ attest_status attest_bench_write(const char *path, const attest_bench_row *rows,
         H5Tclose(file);
         if (H5Fclose(f) < 0 && st == ATTEST_OK)
             st = attest_fail(ATTEST_ERR_IO, "bench: cannot close '%s'", path);
+        if (st == ATTEST_OK && rename(tmp, path) != 0)
+            st = attest_fail(ATTEST_ERR_IO, "bench: cannot rename the table into '%s'", path);
+        if (st != ATTEST_OK) remove(tmp);
     }
     H5Eset_auto2(H5E_DEFAULT, old_fn, old_data);
     free(flat);

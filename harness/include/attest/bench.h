@@ -87,7 +87,8 @@ typedef struct attest_bench_row {
 /* Writes a bench file: HDF5 with one table "/bench" (a row per candidate and shape: shape,
  * candidate, iters, device_timed, median_us, p10_us, p90_us, min_us, max_us, read_bytes,
  * write_bytes, gbps, pct_peak, peak_gbps, device) and attributes attest_version and
- * command_line on the root. Replaces `path` (it was asked for with --out). ATTEST_ERR_IO. */
+ * command_line on the root, written to a temporary sibling and renamed onto `path` (the caller
+ * applies the output policy of attest/files.h first). ATTEST_ERR_IO. */
 attest_status attest_bench_write(const char *path, const attest_bench_row *rows, size_t n,
                                  const char *command_line) ATTEST_MUST_CHECK;
 
