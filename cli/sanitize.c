@@ -195,8 +195,10 @@ attest_status attest_cli_sanitizer_inspect(void *ctx, const attest_job *job, con
     if (read_reports(log, lines, sizeof lines) <= 0) return ATTEST_OK;
     char old[sizeof rec->message];
     snprintf(old, sizeof old, "%s", rec->message);
-    snprintf(rec->message, sizeof rec->message, "compute-sanitizer %s: %s%s%.150s", s->tool, lines,
-             old[0] ? "; " : "", old);
+    char msg[512]; /* every field; the record keeps what fits */
+    snprintf(msg, sizeof msg, "compute-sanitizer %s: %s%s%s", s->tool, lines, old[0] ? "; " : "",
+             old);
+    snprintf(rec->message, sizeof rec->message, "%.*s", (int)sizeof rec->message - 1, msg);
     rec->verdict = ATTEST_VERDICT_SANITIZER;
     rec->integrity_flags |= ATTEST_INTEGRITY_SANITIZER;
     return ATTEST_OK;

@@ -134,10 +134,12 @@ static int graph_compare(const attest_tensor *t, const uint8_t *eager, const uin
     describe_element(t, eager + first * es, a, sizeof a);
     describe_element(t, replay + first * es, b, sizeof b);
     res->graph_mismatch = 1;
-    snprintf(res->graph_msg, sizeof res->graph_msg,
+    char msg[512]; /* room for every field; the result keeps its first 199 characters */
+    snprintf(msg, sizeof msg,
              "graph replay differs from the eager run: '%s' %zu of %zu elements, first at flat "
              "%zu (eager %s, replay %s)",
              t->name, differ, n, first, a, b);
+    snprintf(res->graph_msg, sizeof res->graph_msg, "%.199s", msg);
     return 1;
 }
 
