@@ -83,10 +83,7 @@ int attest_cli_sanitizer_init(attest_cli_sanitizer *s, const char *verb, const c
 void attest_cli_sanitizer_fini(attest_cli_sanitizer *s)
 {
     if (!s->dir[0]) return;
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/case.log", s->dir);
-    unlink(path);
-    rmdir(s->dir);
+    rmdir(s->dir); /* each inspect removed its own log */
     s->dir[0] = '\0';
 }
 
@@ -154,10 +151,11 @@ attest_status attest_cli_sanitizer_inspect(void *ctx, const attest_job *job, con
 {
     (void)c;
     attest_cli_sanitizer *s = ctx;
-    char log[PATH_MAX + 32], seed[32], timeout[32], flags[512];
-    snprintf(log, sizeof log, "%s/case.log", s->dir);
-    unlink(log);
+    char log[PATH_MAX + 64], seed[32], timeout[32], flags[512];
     snprintf(seed, sizeof seed, "0x%016" PRIx64, rec->seed);
+    /* One log per (process, case): with --jobs, several processes inspect cases at once. */
+    snprintf(log, sizeof log, "%s/case-%ld-%s.log", s->dir, (long)getpid(), seed);
+    unlink(log);
     snprintf(timeout, sizeof timeout, "%g", s->timeout);
     if (attest_cli_gen_flags_of(&job->gen, 1, flags, sizeof flags)) flags[0] = '\0';
     /* compute-sanitizer --tool T --log-file F SELF run --candidate C --kernel K --case-seed X
@@ -192,7 +190,9 @@ attest_status attest_cli_sanitizer_inspect(void *ctx, const attest_job *job, con
     ATTEST_RETURN_IF(status == -1 || (WIFEXITED(status) && WEXITSTATUS(status) == 127),
                      ATTEST_ERR_CHILD, "--sanitize: cannot run %s", s->exe);
     char lines[200];
-    if (read_reports(log, lines, sizeof lines) <= 0) return ATTEST_OK;
+    const int found = read_reports(log, lines, sizeof lines);
+    unlink(log);
+    if (found <= 0) return ATTEST_OK;
     char old[sizeof rec->message];
     snprintf(old, sizeof old, "%s", rec->message);
     char msg[512]; /* every field; the record keeps what fits */
