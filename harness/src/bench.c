@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "attest/clock.h"
 #include "attest/device.h"
 #include "attest/rng.h"
 
@@ -175,13 +175,6 @@ void attest_bench_bytes(const attest_case *c, double *read_bytes, double *write_
 
 /* --- timing --------------------------------------------------------------------------------- */
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -274,7 +267,7 @@ attest_status attest_bench_run(const attest_candidate *cand, attest_case *c,
     const int timer = on_device && ATTEST_DEVICE_HAS_OP(ops, timer_stop) && ops->timer_start;
     for (int i = 0; st == ATTEST_OK && i < opt->warmup + opt->iters; i++) {
         const int timed = i >= opt->warmup;
-        double t0 = now_seconds(), ms = 0;
+        double t0 = attest_monotonic_seconds(), ms = 0;
         if (timed && timer && ops->timer_start() != 0)
             st = attest_fail(ATTEST_ERR_DEVICE, "bench: device timer: %s", ops->last_error());
         if (st != ATTEST_OK) break;
@@ -291,7 +284,7 @@ attest_status attest_bench_run(const attest_candidate *cand, attest_case *c,
             st = attest_fail(ATTEST_ERR_DEVICE, "bench: device fault: %s", ops->last_error());
             break;
         }
-        if (timed) us[i - opt->warmup] = timer ? ms * 1e3 : (now_seconds() - t0) * 1e6;
+        if (timed) us[i - opt->warmup] = timer ? ms * 1e3 : (attest_monotonic_seconds() - t0) * 1e6;
     }
     if (inited && cand->fini) cand->fini(ctx);
     if (pl.base) ops->free(pl.base);
