@@ -40,7 +40,7 @@ enum class mla_variant {
     wrong_stride  // pages addressed at P * token_bytes, not at the padded page stride
 };
 
-// Where a token's fields are, per layout (the spec's byte maps).
+// Where a token's fields are, per layout (docs/layouts.md and docs/kernels.md have the byte maps).
 struct geom {
     int v4, fp8_dim, num_scales, scale_tile, k_dim, token_bytes;
 };
