@@ -39,7 +39,7 @@ void attest_summary_add(attest_summary *s, const attest_case_record *rec)
             if (rec->failed_gates & ATTEST_GATE_BIT(g)) s->gate_cases[g]++;
         keep_worst(s, rec);
     }
-    for (int b = 0; b < 4; b++)
+    for (int b = 0; b < ATTEST_INTEGRITY_COUNT_; b++)
         if (rec->integrity_flags & (1u << b)) s->integrity_cases[b]++;
     if (rec->vacuous) s->vacuous++;
     s->gen_seconds += rec->gen_seconds;
@@ -107,11 +107,11 @@ void attest_report_summary(FILE *f, const attest_summary *s, const char *results
         fputc('\n', f);
     }
     int any_integrity = 0;
-    for (int b = 0; b < 4; b++) any_integrity |= s->integrity_cases[b] != 0;
+    for (int b = 0; b < ATTEST_INTEGRITY_COUNT_; b++) any_integrity |= s->integrity_cases[b] != 0;
     if (any_integrity) {
         fputs("  integrity findings:", f);
         sep = " ";
-        for (int b = 0; b < 4; b++)
+        for (int b = 0; b < ATTEST_INTEGRITY_COUNT_; b++)
             if (s->integrity_cases[b]) {
                 fprintf(f, "%s%s %" PRIu64, sep, attest_integrity_name((unsigned)b), s->integrity_cases[b]);
                 sep = ", ";

@@ -27,9 +27,8 @@ int attest_verdict_is_failure(attest_verdict v)
     return v != ATTEST_VERDICT_OK && v != ATTEST_VERDICT_UNSUPPORTED;
 }
 
-static const char *const integrity_names[ATTEST_INTEGRITY_COUNT_] = {"canary", "input_modified",
-                                                                    "nondeterminism",
-                                                                    "candidate_error"};
+static const char *const integrity_names[ATTEST_INTEGRITY_COUNT_] = {
+    "canary", "input_modified", "nondeterminism", "candidate_error", "sanitizer", "graph"};
 
 const char *attest_integrity_name(unsigned bit)
 {

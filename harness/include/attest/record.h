@@ -41,7 +41,7 @@ enum {
     ATTEST_INTEGRITY_SANITIZER = 1u << 4,      /* compute-sanitizer reported an error */
     ATTEST_INTEGRITY_GRAPH = 1u << 5           /* a CUDA-graph replay differed from eager */
 };
-#define ATTEST_INTEGRITY_COUNT_ 4 /* number of ATTEST_INTEGRITY_* bits */
+#define ATTEST_INTEGRITY_COUNT_ 6 /* number of ATTEST_INTEGRITY_* bits */
 
 /* The short name of integrity bit `bit` (0 = canary, 1 = input_modified, 2 = nondeterminism,
  * 3 = candidate_error), as results files, reports and JSON print it; NULL past the last. */

@@ -52,7 +52,7 @@ typedef struct attest_summary {
     uint64_t unknown_verdicts;
     uint64_t failures;                        /* attest_verdict_is_failure */
     uint64_t gate_cases[ATTEST_GATE_COUNT_];  /* failing cases whose failed_gates has the gate */
-    uint64_t integrity_cases[4];              /* cases with ATTEST_INTEGRITY_* bit i */
+    uint64_t integrity_cases[ATTEST_INTEGRITY_COUNT_]; /* cases with ATTEST_INTEGRITY_* bit i */
     uint64_t vacuous;                         /* cases with a vacuous output */
     double gen_seconds, ref_seconds, run_seconds, compare_seconds;
     size_t num_worst;
