@@ -59,7 +59,7 @@ run_one() {
   fi
   total=$((total + ok)); failing=$((failing + ${fails:-0}))
   printf '%-34s %-11s %-10s %8s %8s %8s %8.1f\n' "$(basename "$cand")" "$kernel" "$regime" \
-    "$ok" "${fails:-0}" "${vac:-0}" "$(echo "$t1 - $t0" | bc)"
+    "$ok" "${fails:-0}" "${vac:-0}" "$(awk "BEGIN{print $t1 - $t0}")"
   [ "${fails:-0}" -eq 0 ] || grep -E "^ +#|replay" "$log" | head -6
 }
 for r in "${regimes[@]}"; do
