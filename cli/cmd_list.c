@@ -13,6 +13,7 @@
 #include "attest/registry.h"
 #include "attest/status.h"
 #include "commands.h"
+#include "topk_run.h"
 
 #define VERB "list"
 #define MAX_LOADED 32
@@ -123,6 +124,7 @@ int attest_cmd_list(int argc, char **argv)
     for (size_t i = 0; i < n; i++) print_candidate(list[i], NULL);
     for (int i = 0; i < nspecs; i++)
         if (!attest_builtin_find(specs[i])) print_candidate(loaded[i], specs[i]);
+    attest_topk_print_candidates(CONVENTIONS_WIDTH);
 
     if (print_policy() != 0) return ATTEST_EXIT_USAGE;
     return ATTEST_EXIT_OK;

@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "gen_options.h"
 #include "sanitize.h"
+#include "topk_run.h"
 
 static void usage(FILE *f)
 {
@@ -165,6 +166,7 @@ static int parse(int argc, char **argv, run_args *a)
 
 int attest_cmd_run(int argc, char **argv)
 {
+    if (attest_run_wants_topk(argc, argv)) return attest_cmd_run_topk(argc, argv);
     char command_line[2048]; /* taken before getopt_long permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     run_args a;

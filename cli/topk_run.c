@@ -1,0 +1,238 @@
+/* attest run --kernel topk: a top-k candidate against the reference selection (topk_run.h). */
+#include "topk_run.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attest/reference_topk.h"
+#include "attest/topk_candidates.h"
+#include "commands.h"
+
+attest_status attest_topk_judge_candidate(const attest_topk_candidate *cand,
+                                          const attest_topk_case *c, attest_topk_verdict *v)
+{
+    ATTEST_RETURN_IF(cand == NULL || c == NULL || v == NULL || cand->run == NULL,
+                     ATTEST_ERR_INVALID_ARGUMENT, "topk run: NULL candidate, case or verdict");
+    ATTEST_RETURN_IF((cand->outputs & (ATTEST_TOPK_OUT_LOGICAL | ATTEST_TOPK_OUT_PHYSICAL)) == 0,
+                     ATTEST_ERR_INVALID_ARGUMENT, "topk candidate '%s' declares no output",
+                     cand->name);
+    const size_t n = (size_t)attest_topk_rows(&c->p) * (size_t)c->p.k;
+    int32_t *ref = malloc(n * sizeof *ref);
+    int32_t *idx = (cand->outputs & ATTEST_TOPK_OUT_LOGICAL) ? malloc(n * sizeof *idx) : NULL;
+    int32_t *phys = (cand->outputs & ATTEST_TOPK_OUT_PHYSICAL) ? malloc(n * sizeof *phys) : NULL;
+    attest_status st = ATTEST_OK;
+    if (ref == NULL || ((cand->outputs & ATTEST_TOPK_OUT_LOGICAL) && idx == NULL) ||
+        ((cand->outputs & ATTEST_TOPK_OUT_PHYSICAL) && phys == NULL)) {
+        st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "topk run: out of memory");
+        goto out;
+    }
+    st = attest_ref_topk_case(c, cand->rule, ref, NULL);
+    if (st != ATTEST_OK) goto out;
+    for (size_t i = 0; i < n; i++) {
+        if (idx) idx[i] = ATTEST_TOPK_POISON;
+        if (phys) phys[i] = ATTEST_TOPK_POISON;
+    }
+    attest_topk_args args = {&c->p, c->logits, c->context_lens, c->block_table, idx, phys};
+    const int rc = cand->run(&args);
+    st = attest_topk_judge(c, ref, idx, phys, cand->order, cand->rule, v);
+    if (st == ATTEST_OK && rc != 0) {
+        v->failed |= 1u << ATTEST_TOPK_CHECK_RUN;
+        if (v->first_row < 0)
+            snprintf(v->detail, sizeof v->detail, "run: the candidate returned %d", rc);
+    }
+out:
+    free(ref);
+    free(idx);
+    free(phys);
+    return st;
+}
+
+int attest_run_wants_topk(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) return 0;
+        if (strcmp(a, "--kernel=topk") == 0) return 1;
+        if (strcmp(a, "--kernel") == 0 && i + 1 < argc && strcmp(argv[i + 1], "topk") == 0) return 1;
+        if (strncmp(a, "--candidate=", 12) == 0 && attest_topk_builtin_find(a + 12)) return 1;
+        if (strcmp(a, "--candidate") == 0 && i + 1 < argc && attest_topk_builtin_find(argv[i + 1]))
+            return 1;
+    }
+    return 0;
+}
+
+void attest_topk_print_candidates(int conventions_width)
+{
+    const attest_topk_candidate *const *list;
+    const size_t n = attest_topk_builtin_candidates(&list);
+    for (size_t i = 0; i < n; i++) {
+        char conv[96];
+        const uint32_t o = list[i]->outputs;
+        snprintf(conv, sizeof conv, "order=%s,out=%s,short=%s",
+                 list[i]->order == ATTEST_TOPK_ORDER_SORTED ? "sorted" : "any",
+                 o == (ATTEST_TOPK_OUT_LOGICAL | ATTEST_TOPK_OUT_PHYSICAL) ? "both"
+                 : o == ATTEST_TOPK_OUT_LOGICAL                            ? "logical"
+                                                                           : "physical",
+                 list[i]->rule == ATTEST_TOPK_SHORT_IDENTITY ? "identity" : "by-score");
+        printf("  %-36s %-10s %-6s %-*s %s\n", list[i]->name, "topk", "host", conventions_width,
+               conv, list[i]->description);
+    }
+}
+
+static void usage(FILE *f)
+{
+    fputs("usage: attest run --kernel topk --candidate NAME [options]\n"
+          "\n"
+          "Judges a top-k selection kernel on generated cases against the reference selection:\n"
+          "exact-tie set recall, positions inside the length, -1 padding at the end, the order\n"
+          "it declares, the short-row rule and the page-table translation.\n"
+          "Exit status: 0 every case passed, 1 a case failed, 2 usage or input error.\n"
+          "\n"
+          "  --candidate NAME   a top-k candidate (attest list)\n"
+          "  --cases N          cases to generate (default 100)\n"
+          "  --seed S           campaign seed (default 1)\n"
+          "  --case-seed X      run exactly one case, drawn from its own seed X (as printed)\n"
+          "  --filter F         only cases whose parameter string matches, e.g. 'k=512'\n"
+          "  --print-failures N failing cases printed (default 20)\n"
+          "  --max-batch N --max-next-n N --max-len N (row width) --max-topk N   generator bounds\n",
+          f);
+}
+
+enum { OPT_CASE_SEED = 256, OPT_PRINT, OPT_MAX_BATCH, OPT_MAX_NEXT_N, OPT_MAX_LEN, OPT_MAX_TOPK,
+       OPT_QUIET };
+
+static const struct option topk_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"candidate", required_argument, NULL, 'c'},
+    {"kernel", required_argument, NULL, 'k'},
+    {"cases", required_argument, NULL, 'n'},
+    {"seed", required_argument, NULL, 's'},
+    {"filter", required_argument, NULL, 'f'},
+    {"case-seed", required_argument, NULL, OPT_CASE_SEED},
+    {"print-failures", required_argument, NULL, OPT_PRINT},
+    {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
+    {"max-next-n", required_argument, NULL, OPT_MAX_NEXT_N},
+    {"max-len", required_argument, NULL, OPT_MAX_LEN},
+    {"max-topk", required_argument, NULL, OPT_MAX_TOPK},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {NULL, 0, NULL, 0},
+};
+
+#define BAD(what) return attest_cli_bad_value("run", what, optarg)
+
+int attest_cmd_run_topk(int argc, char **argv)
+{
+    const char *cand_name = NULL, *kernel = NULL, *filter = NULL;
+    uint64_t cases = 100, seed = 1, case_seed = 0, print_failures = 20;
+    int use_case_seed = 0;
+    attest_topk_gen_bounds g = attest_topk_gen_defaults();
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":", topk_options, NULL)) != -1) {
+        switch (ch) {
+        case 'h': usage(stdout); return ATTEST_EXIT_OK;
+        case 'c': cand_name = optarg; break;
+        case 'k': kernel = optarg; break;
+        case 'f': filter = optarg; break;
+        case 'n':
+            if (attest_cli_parse_u64(optarg, &cases) || cases == 0) BAD("cases");
+            break;
+        case 's':
+            if (attest_cli_parse_u64(optarg, &seed)) BAD("seed");
+            break;
+        case OPT_CASE_SEED:
+            if (attest_cli_parse_u64(optarg, &case_seed)) BAD("case-seed");
+            use_case_seed = 1;
+            break;
+        case OPT_PRINT:
+            if (attest_cli_parse_u64(optarg, &print_failures)) BAD("print-failures");
+            break;
+        case OPT_MAX_BATCH:
+            if (attest_cli_parse_i32(optarg, 1, 1024, &g.max_batch)) BAD("max-batch");
+            break;
+        case OPT_MAX_NEXT_N:
+            if (attest_cli_parse_i32(optarg, 1, 16, &g.max_next_n)) BAD("max-next-n");
+            break;
+        case OPT_MAX_LEN:
+            if (attest_cli_parse_i32(optarg, 1, ATTEST_TOPK_MAX_WIDTH, &g.max_width)) BAD("max-len");
+            break;
+        case OPT_MAX_TOPK:
+            if (attest_cli_parse_i32(optarg, 1, ATTEST_TOPK_MAX_K, &g.max_k)) BAD("max-topk");
+            break;
+        case OPT_QUIET: break;
+        default: return attest_cli_getopt_error("run", ch, argv);
+        }
+    }
+    if (optind < argc)
+        return attest_cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
+    if (kernel != NULL && strcmp(kernel, "topk") != 0)
+        return attest_cli_usage_error("run", "candidate '%s' is a topk kernel, not %s",
+                                      cand_name ? cand_name : "?", kernel);
+    if (cand_name == NULL) return attest_cli_usage_error("run", "--candidate is required");
+    const attest_topk_candidate *cand = attest_topk_builtin_find(cand_name);
+    if (cand == NULL)
+        return attest_cli_usage_error("run", "no top-k candidate '%s' (attest list)", cand_name);
+
+    printf("attest run: topk candidate %s, %s\n", cand->name, cand->description);
+    uint64_t judged = 0, failed = 0, printed = 0;
+    uint64_t check_counts[ATTEST_TOPK_CHECK_COUNT_] = {0};
+    const uint64_t total = use_case_seed ? 1 : cases;
+    for (uint64_t i = 0; i < total; i++) {
+        const uint64_t s = use_case_seed ? case_seed : attest_topk_case_seed(seed, i);
+        attest_topk_case c;
+        attest_status st = attest_topk_generate(s, &g, &c);
+        if (st != ATTEST_OK) {
+            fprintf(stderr, "attest run: case %" PRIu64 ": %s\n", i, attest_last_error());
+            return ATTEST_EXIT_USAGE;
+        }
+        char params[160];
+        if (attest_topk_param_string(&c, params, sizeof params) != ATTEST_OK) params[0] = '\0';
+        if (filter != NULL && !attest_param_string_matches(params, filter)) {
+            attest_topk_case_free(&c);
+            continue;
+        }
+        attest_topk_verdict v;
+        st = attest_topk_judge_candidate(cand, &c, &v);
+        attest_topk_case_free(&c);
+        if (st != ATTEST_OK) {
+            fprintf(stderr, "attest run: case %" PRIu64 ": harness error: %s\n", i,
+                    attest_last_error());
+            return ATTEST_EXIT_USAGE;
+        }
+        judged++;
+        if (v.failed == 0) continue;
+        failed++;
+        for (int k = 0; k < ATTEST_TOPK_CHECK_COUNT_; k++)
+            if (v.failed & (1u << k)) check_counts[k]++;
+        if (printed < print_failures) {
+            printed++;
+            char checks[160];
+            attest_topk_check_mask_string(v.failed, checks, sizeof checks);
+            printf("MISMATCH case %" PRIu64 " %s [%s] rows failing %d\n  %s\n"
+                   "  replay: attest run --kernel topk --candidate %s --case-seed 0x%016" PRIx64
+                   " --max-batch %d --max-next-n %d --max-len %d --max-topk %d\n",
+                   i, params, checks, v.rows_failed, v.detail, cand->name, s, g.max_batch,
+                   g.max_next_n, g.max_width, g.max_k);
+        }
+    }
+    printf("attest: %" PRIu64 " cases judged\n  verdicts: OK %" PRIu64 ", MISMATCH %" PRIu64 "\n",
+           judged, judged - failed, failed);
+    if (failed) {
+        printf("  failed checks:");
+        for (int k = 0; k < ATTEST_TOPK_CHECK_COUNT_; k++)
+            if (check_counts[k])
+                printf(" %s %" PRIu64, attest_topk_check_name((attest_topk_check)k),
+                       check_counts[k]);
+        printf("\n");
+    }
+    if (judged == 0) {
+        printf("result: NOTHING JUDGED\n");
+        return ATTEST_EXIT_FAILED;
+    }
+    printf("result: %s (%" PRIu64 " cases)\n", failed ? "FAIL" : "PASS", judged);
+    return failed ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+}

@@ -1,0 +1,29 @@
+/* attest CLI (internal): the top-k family's run loop, shared by `attest run --kernel topk` and
+ * the tests: a case, the reference selection under the candidate's rule, the candidate on
+ * poisoned outputs, and the judge. */
+#ifndef ATTEST_CLI_TOPK_RUN_H
+#define ATTEST_CLI_TOPK_RUN_H
+
+#include "attest/status.h"
+#include "attest/topk.h"
+
+/* What an output slot holds before the candidate runs: a position no row has, so a slot the
+ * candidate leaves unwritten fails the range check. */
+#define ATTEST_TOPK_POISON ((int32_t)0x7fadbeef)
+
+/* Runs `cand` on case c and judges it. Errors (out of memory, a malformed case) are returned; a
+ * failing candidate is recorded in *v (a nonzero return of its run is the "run" check). */
+attest_status attest_topk_judge_candidate(const attest_topk_candidate *cand,
+                                          const attest_topk_case *c, attest_topk_verdict *v)
+    ATTEST_MUST_CHECK;
+
+/* `attest run --kernel topk ...` (argv as given to attest run). */
+int attest_cmd_run_topk(int argc, char **argv);
+
+/* Prints the built-in top-k candidates as rows of attest list's candidate table. */
+void attest_topk_print_candidates(int conventions_width);
+
+/* 1 when argv asks attest run for the top-k family (--kernel topk, or a top-k candidate). */
+int attest_run_wants_topk(int argc, char **argv);
+
+#endif /* ATTEST_CLI_TOPK_RUN_H */
