@@ -13,6 +13,7 @@
 #include "gen_options.h"
 #include "sanitize.h"
 #include "topk_run.h"
+#include "baseline.h"
 
 static void usage(FILE *f)
 {
@@ -167,6 +168,7 @@ static int parse(int argc, char **argv, run_args *a)
 int attest_cmd_run(int argc, char **argv)
 {
     if (attest_run_wants_topk(argc, argv)) return attest_cmd_run_topk(argc, argv);
+    if (attest_run_wants_baseline(argc, argv)) return attest_cmd_run_baseline(argc, argv);
     char command_line[2048]; /* taken before getopt_long permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     run_args a;

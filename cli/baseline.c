@@ -1,0 +1,393 @@
+/* attest run --candidate NEW --baseline OLD: two kernels on the same bytes (baseline.h). */
+#include "baseline.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attest/conventions.h"
+#include "attest/generator.h"
+#include "attest/numerics.h"
+#include "attest/verdict.h"
+#include "attest/reference.h"
+#include "attest/registry.h"
+#include "attest/runner.h"
+#include "check.h"
+#include "commands.h"
+#include "gen_options.h"
+
+int attest_run_wants_baseline(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) return 0;
+        if (strcmp(argv[i], "--baseline") == 0 || strncmp(argv[i], "--baseline=", 11) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The k-th output tensor of a case (outputs follow the inputs in the table). */
+static const attest_tensor *output_tensor(const attest_case *c, int32_t k)
+{
+    for (size_t i = 0; i < c->num_tensors; i++)
+        if (c->tensors[i].role == ATTEST_ROLE_OUTPUT && k-- == 0) return &c->tensors[i];
+    return NULL;
+}
+
+static double element(const void *data, attest_dtype dt, size_t i)
+{
+    if (dt == ATTEST_DTYPE_BF16) return attest_bf16_decode(((const uint16_t *)data)[i]);
+    return ((const float *)data)[i];
+}
+
+attest_status attest_baseline_compare(const attest_case *c, const attest_conventions *conv,
+                                      const attest_case_outputs *nw, const attest_case_outputs *old,
+                                      int bitwise, const attest_policy *policy,
+                                      attest_baseline_result *res)
+{
+    ATTEST_RETURN_IF(c == NULL || nw == NULL || old == NULL || res == NULL || policy == NULL,
+                     ATTEST_ERR_INVALID_ARGUMENT, "baseline compare: NULL argument");
+    memset(res, 0, sizeof *res);
+    res->first_index = -1;
+    const int32_t n_out = nw->num_outputs < old->num_outputs ? nw->num_outputs : old->num_outputs;
+    ATTEST_RETURN_IF(n_out <= 0, ATTEST_ERR_INVALID_ARGUMENT,
+                     "baseline compare: no outputs kept (did a run crash?)");
+    for (int32_t k = 0; k < n_out; k++) {
+        const attest_tensor *t = output_tensor(c, k);
+        ATTEST_RETURN_IF(t == NULL || nw->candidate[k] == NULL || old->candidate[k] == NULL ||
+                             nw->candidate_bytes[k] != t->nbytes ||
+                             old->candidate_bytes[k] != t->nbytes,
+                         ATTEST_ERR_INTERNAL, "baseline compare: output %d not kept", (int)k);
+        const size_t n = attest_tensor_count(t), es = attest_dtype_size(t->dtype);
+        const uint8_t *a = nw->candidate[k], *b = old->candidate[k];
+        uint64_t differ = 0;
+        int64_t first = -1;
+        for (size_t i = 0; i < n; i++)
+            if (memcmp(a + i * es, b + i * es, es) != 0) {
+                if (first < 0) first = (int64_t)i;
+                differ++;
+            }
+        res->bitwise_differ[k] = differ;
+        if (differ && res->first_index < 0) {
+            res->first_output = k;
+            res->first_index = first;
+            snprintf(res->first_name, sizeof res->first_name, "%s", t->name);
+            res->first_new = element(a, t->dtype, (size_t)first);
+            res->first_old = element(b, t->dtype, (size_t)first);
+        }
+        /* Which side is closer to the reference, summed over the finite elements. */
+        if (nw->reference[k] != NULL)
+            for (size_t i = 0; i < n; i++) {
+                const double r = nw->reference[k][i];
+                const double en = fabs(element(a, t->dtype, i) - r);
+                const double eo = fabs(element(b, t->dtype, i) - r);
+                if (isfinite(en) && isfinite(eo)) {
+                    res->new_error[k] += en;
+                    res->old_error[k] += eo;
+                }
+            }
+    }
+    res->num_outputs = n_out;
+    if (bitwise) {
+        for (int32_t k = 0; k < n_out; k++)
+            if (res->bitwise_differ[k]) res->failed = 1;
+        return ATTEST_OK;
+    }
+    /* Within bounds: OLD's outputs stand where stored expected outputs stand in attest check, so
+     * the tolerance is both kernels' bound plus OLD's own rounding (cli/check_stored.c). The
+     * case carries the conventions both declare, so no convention gap applies. */
+    attest_case view = *c;
+    attest_conventions_apply(conv, &view);
+    check_expected e;
+    memset(&e, 0, sizeof e);
+    e.count = n_out;
+    for (int32_t k = 0; k < n_out; k++) {
+        const attest_tensor *t = output_tensor(c, k);
+        ATTEST_RETURN_IF(t == NULL, ATTEST_ERR_INTERNAL, "baseline compare: no output %d", (int)k);
+        attest_stored_tensor *s = &e.tensors[k];
+        snprintf(s->name, sizeof s->name, "%s", t->name);
+        s->dtype = t->dtype;
+        s->rank = t->rank;
+        memcpy(s->shape, t->shape, sizeof s->shape);
+        s->nbytes = t->nbytes;
+        s->data = old->candidate[k]; /* borrowed: e is never freed */
+        e.output_index[k] = k;
+    }
+    uint32_t gates = 0;
+    ATTEST_FORWARD(check_compare_stored(&view, &e, nw->candidate, nw->bound, conv, policy,
+                                        res->metrics, &gates, res->notes, sizeof res->notes));
+    res->failed_gates = gates;
+    res->failed = gates != 0;
+    return ATTEST_OK;
+}
+
+static void usage(FILE *f)
+{
+    fputs("usage: attest run --candidate NEW --baseline OLD [--same bitwise|bounds] [options]\n"
+          "\n"
+          "Runs two kernels of one family on the same generated bytes: each is judged against\n"
+          "the reference as by attest run, and NEW against OLD's outputs, either bitwise or\n"
+          "within the sum of both kernels' computed error bounds plus OLD's rounding (default).\n"
+          "The report names where they differ and which side is closer to the reference.\n"
+          "Exit status: 0 NEW passes and agrees with OLD on every case, 1 otherwise, 2 usage or\n"
+          "input error.\n"
+          "\n"
+          "  --candidate NEW    the kernel under test (built-in name or path/lib.so:NAME)\n"
+          "  --baseline OLD     the kernel it replaces; same family and conventions\n"
+          "  --same MODE        bitwise (a refactor that must not change a bit) or bounds\n"
+          "  --kernel K --cases N --seed S --case-seed X --policy FILE --timeout SEC --no-isolate\n"
+          "  --print-failures N (as attest run)\n"
+          "generator bounds:\n" ATTEST_CLI_GEN_USAGE,
+          f);
+}
+
+enum { OPT_CASE_SEED = 256, OPT_POLICY, OPT_SAME, OPT_BASELINE, OPT_TIMEOUT, OPT_NO_ISOLATE,
+       OPT_PRINT, OPT_QUIET };
+
+static const struct option options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"candidate", required_argument, NULL, 'c'},
+    {"baseline", required_argument, NULL, OPT_BASELINE},
+    {"kernel", required_argument, NULL, 'k'},
+    {"cases", required_argument, NULL, 'n'},
+    {"seed", required_argument, NULL, 's'},
+    {"case-seed", required_argument, NULL, OPT_CASE_SEED},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"same", required_argument, NULL, OPT_SAME},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+    {"print-failures", required_argument, NULL, OPT_PRINT},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    ATTEST_CLI_GEN_LONG_OPTIONS,
+    {NULL, 0, NULL, 0},
+};
+
+#define BAD(what) return attest_cli_bad_value("run", what, optarg)
+
+typedef struct pair_run {
+    attest_runner *runner[2]; /* NEW, OLD */
+    attest_policy *policy;
+    attest_case c;
+    attest_case_outputs keep[2];
+} pair_run;
+
+static void pair_free(pair_run *p)
+{
+    for (int i = 0; i < 2; i++) {
+        if (p->runner[i]) attest_runner_destroy(p->runner[i]);
+        attest_case_outputs_free(&p->keep[i]);
+    }
+    attest_case_free(&p->c);
+    if (p->policy) attest_policy_free(p->policy);
+}
+
+static int run_cases(pair_run *p, const attest_candidate *cand[2], const attest_gen_options *gen,
+                     uint64_t total, uint64_t seed, int use_case_seed, uint64_t case_seed,
+                     int bitwise, uint64_t print_failures)
+{
+    uint64_t fails[2] = {0, 0}, differ = 0, printed = 0, judged = 0, closer_new = 0,
+             closer_old = 0;
+    for (uint64_t i = 0; i < total; i++) {
+        const uint64_t s = use_case_seed ? case_seed : attest_case_seed(seed, i);
+        attest_case_free(&p->c);
+        if (attest_generate_case(gen, s, &p->c) != ATTEST_OK) {
+            fprintf(stderr, "attest run: case %" PRIu64 ": %s\n", i, attest_last_error());
+            return ATTEST_EXIT_USAGE;
+        }
+        attest_case_record rec[2];
+        for (int j = 0; j < 2; j++) {
+            attest_case_outputs_free(&p->keep[j]);
+            memset(&p->keep[j], 0, sizeof p->keep[j]);
+            memset(&rec[j], 0, sizeof rec[j]);
+            if (attest_runner_judge(p->runner[j], &p->c, &rec[j], &p->keep[j]) != ATTEST_OK) {
+                fprintf(stderr, "attest run: case %" PRIu64 ": harness error: %s\n", i,
+                        attest_last_error());
+                return ATTEST_EXIT_USAGE;
+            }
+            if (rec[j].verdict != ATTEST_VERDICT_OK) fails[j]++;
+        }
+        judged++;
+        attest_baseline_result br;
+        int pair_failed = 0;
+        if (p->keep[0].num_outputs > 0 && p->keep[1].num_outputs > 0 &&
+            p->keep[0].candidate[0] != NULL && p->keep[1].candidate[0] != NULL) {
+            if (attest_baseline_compare(&p->c, &cand[0]->conventions, &p->keep[0], &p->keep[1],
+                                        bitwise, p->policy, &br) != ATTEST_OK) {
+                fprintf(stderr, "attest run: case %" PRIu64 ": harness error: %s\n", i,
+                        attest_last_error());
+                return ATTEST_EXIT_USAGE;
+            }
+            pair_failed = br.failed;
+        } else {
+            memset(&br, 0, sizeof br);
+            pair_failed = 1; /* a run that kept no output (crash, timeout) cannot agree */
+            snprintf(br.notes, sizeof br.notes, "a run kept no outputs");
+        }
+        double en = 0, eo = 0;
+        for (int32_t k = 0; k < br.num_outputs; k++) {
+            en += br.new_error[k];
+            eo += br.old_error[k];
+        }
+        if (pair_failed) {
+            differ++;
+            if (en < eo) closer_new++;
+            else if (eo < en) closer_old++;
+        }
+        const int case_failed = pair_failed || rec[0].verdict != ATTEST_VERDICT_OK;
+        if (!case_failed || printed >= print_failures) continue;
+        printed++;
+        char gates[96] = "";
+        attest_gate_mask_string(br.failed_gates, gates, sizeof gates);
+        printf("case %" PRIu64 " %s\n  new %s: %s; old %s: %s\n", i, p->c.seed ? rec[0].params : "",
+               cand[0]->name, attest_verdict_name(rec[0].verdict), cand[1]->name,
+               attest_verdict_name(rec[1].verdict));
+        if (pair_failed) {
+            printf("  new vs old (%s): DIFFER%s%s", bitwise ? "bitwise" : "within both bounds",
+                   gates[0] ? " gates " : "", gates);
+            if (br.first_index >= 0) {
+                uint64_t total_differ = 0;
+                for (int32_t k = 0; k < br.num_outputs; k++) total_differ += br.bitwise_differ[k];
+                printf("; %" PRIu64 " elements differ bitwise, first %s[%" PRId64
+                       "]: new %.9g, old %.9g",
+                       total_differ, br.first_name, br.first_index, br.first_new, br.first_old);
+            }
+            for (int32_t k = 0; !bitwise && k < br.num_outputs; k++)
+                if (br.metrics[k].failed_gates)
+                {
+                    const attest_tensor_metrics *m = &br.metrics[k];
+                    printf("; worst %s element [", m->output);
+                    for (int32_t d = 0; d < m->worst.rank && d < 4; d++)
+                        printf("%s%" PRId64, d ? "," : "", m->worst.index[d]);
+                    printf("]: new %.9g, old %.9g, |diff| / tolerance %.3g", m->worst_cand,
+                           m->worst_ref, m->worst_ratio);
+                }
+            printf("\n  closer to the reference: %s (summed |error| new %.6g, old %.6g)%s%s\n",
+                   en < eo ? "new" : eo < en ? "old" : "neither", en, eo, br.notes[0] ? "; " : "",
+                   br.notes);
+        }
+        printf("  replay: attest run --candidate %s --baseline %s --case-seed 0x%016" PRIx64
+               "%s\n",
+               cand[0]->name, cand[1]->name, s, bitwise ? " --same bitwise" : "");
+    }
+    printf("attest: %" PRIu64 " cases, both kernels on the same bytes\n", judged);
+    printf("  new %s vs reference: OK %" PRIu64 ", failing %" PRIu64 "\n", cand[0]->name,
+           judged - fails[0], fails[0]);
+    printf("  old %s vs reference: OK %" PRIu64 ", failing %" PRIu64 "\n", cand[1]->name,
+           judged - fails[1], fails[1]);
+    printf("  new vs old (%s): agree %" PRIu64 ", differ %" PRIu64, bitwise ? "bitwise" : "within bounds",
+           judged - differ, differ);
+    if (differ)
+        printf(" (closer to the reference: new in %" PRIu64 ", old in %" PRIu64 ")", closer_new,
+               closer_old);
+    printf("\n");
+    const int failed = fails[0] != 0 || differ != 0;
+    printf("result: %s (%" PRIu64 " cases)\n", failed ? "FAIL" : "PASS", judged);
+    return failed ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+}
+
+int attest_cmd_run_baseline(int argc, char **argv)
+{
+    const char *spec[2] = {NULL, NULL}, *kernel = NULL, *policy_path = NULL;
+    uint64_t cases = 100, seed = 1, case_seed = 0, print_failures = 20;
+    int use_case_seed = 0, bitwise = 0, no_isolate = 0;
+    double timeout = 10.0;
+    attest_cli_gen_bounds gb;
+    memset(&gb, 0, sizeof gb);
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+        if (attest_cli_gen_is_option(ch)) {
+            const int rc = attest_cli_gen_option("run", ch, optarg, &gb);
+            if (rc >= 0) return rc;
+            continue;
+        }
+        switch (ch) {
+        case 'h': usage(stdout); return ATTEST_EXIT_OK;
+        case 'c': spec[0] = optarg; break;
+        case OPT_BASELINE: spec[1] = optarg; break;
+        case 'k': kernel = optarg; break;
+        case OPT_POLICY: policy_path = optarg; break;
+        case 'n':
+            if (attest_cli_parse_u64(optarg, &cases) || cases == 0) BAD("cases");
+            break;
+        case 's':
+            if (attest_cli_parse_u64(optarg, &seed)) BAD("seed");
+            break;
+        case OPT_CASE_SEED:
+            if (attest_cli_parse_u64(optarg, &case_seed)) BAD("case-seed");
+            use_case_seed = 1;
+            break;
+        case OPT_SAME:
+            if (strcmp(optarg, "bitwise") == 0) bitwise = 1;
+            else if (strcmp(optarg, "bounds") == 0) bitwise = 0;
+            else BAD("same");
+            break;
+        case OPT_TIMEOUT:
+            if (attest_cli_parse_double(optarg, 0.01, 86400.0, &timeout)) BAD("timeout");
+            break;
+        case OPT_NO_ISOLATE: no_isolate = 1; break;
+        case OPT_PRINT:
+            if (attest_cli_parse_u64(optarg, &print_failures)) BAD("print-failures");
+            break;
+        case OPT_QUIET: break;
+        default: return attest_cli_getopt_error("run", ch, argv);
+        }
+    }
+    if (optind < argc)
+        return attest_cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
+    if (!spec[0] || !spec[1])
+        return attest_cli_usage_error("run", "--baseline needs --candidate too");
+    const attest_candidate *cand[2];
+    for (int j = 0; j < 2; j++)
+        if (attest_candidate_resolve(spec[j], &cand[j]) != ATTEST_OK)
+            return attest_cli_usage_error("run", "%s", attest_last_error());
+    if (cand[0]->kernel != cand[1]->kernel)
+        return attest_cli_usage_error("run", "baseline '%s' is a %s kernel, candidate '%s' a %s one",
+                                      cand[1]->name, attest_kernel_name(cand[1]->kernel),
+                                      cand[0]->name, attest_kernel_name(cand[0]->kernel));
+    if (kernel) {
+        attest_kernel k;
+        if (attest_kernel_from_name(kernel, &k) != ATTEST_OK)
+            return attest_cli_usage_error("run", "unknown kernel '%s'", kernel);
+        if (k != cand[0]->kernel)
+            return attest_cli_usage_error("run", "candidate '%s' is a %s kernel, not %s",
+                                          cand[0]->name, attest_kernel_name(cand[0]->kernel),
+                                          kernel);
+    }
+    if (memcmp(&cand[0]->conventions, &cand[1]->conventions, sizeof cand[0]->conventions) != 0) {
+        char a[160], b[160];
+        attest_conventions_format(&cand[0]->conventions, cand[0]->kernel, a, sizeof a);
+        attest_conventions_format(&cand[1]->conventions, cand[1]->kernel, b, sizeof b);
+        return attest_cli_usage_error("run", "'%s' (%s) and '%s' (%s) declare different "
+                                      "conventions: their outputs are not the same function",
+                                      cand[0]->name, a, cand[1]->name, b);
+    }
+    attest_gen_options gen = attest_gen_defaults(cand[0]->kernel);
+    const int grc = attest_cli_gen_apply("run", &gb, &gen);
+    if (grc >= 0) return grc;
+    pair_run p;
+    memset(&p, 0, sizeof p);
+    if ((policy_path ? attest_policy_load(policy_path, &p.policy) : attest_policy_default(&p.policy)) !=
+        ATTEST_OK)
+        return attest_cli_usage_error("run", "%s", attest_last_error());
+    attest_runner_options ro = attest_runner_defaults();
+    ro.reference = attest_ref_simulated;
+    ro.policy = p.policy;
+    ro.timeout_seconds = timeout;
+    ro.isolate = !no_isolate;
+    for (int j = 0; j < 2; j++)
+        if (attest_runner_create(cand[j], &ro, &p.runner[j]) != ATTEST_OK) {
+            pair_free(&p);
+            return attest_cli_usage_error("run", "%s", attest_last_error());
+        }
+    printf("attest run: %s against baseline %s (%s), %s kernel\n", cand[0]->name, cand[1]->name,
+           bitwise ? "bitwise" : "within both bounds", attest_kernel_name(cand[0]->kernel));
+    const int rc = run_cases(&p, cand, &gen, use_case_seed ? 1 : cases, seed, use_case_seed,
+                             case_seed, bitwise, print_failures);
+    pair_free(&p);
+    return rc;
+}
