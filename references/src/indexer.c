@@ -154,14 +154,14 @@ static double indexer_logit(const indexer_inputs *in, const double *q, const dou
  * weight, the key scale, a scale folded into the key first and the final result, H - 1 in the
  * head sum), plus the absolute error of flushing every one of those intermediates to zero. */
 static double indexer_bound(const attest_indexer_params *p, const attest_bound_model *m,
-                            double logit, double mag, double sum_w)
+                            double logit, double mag, double flush_scale)
 {
     if (!isfinite(logit)) return 0.0; /* judged by the nonfinite gate alone */
     const double n = (double)p->head_dim + (double)p->heads + 2.0;
     const double nu = n * m->u_accum;
     const double gamma = nu < 0.5 ? nu / (1.0 - nu) : INFINITY;
-    const double flush = n * (double)p->head_dim * 0x1p-126 * (1.0 + sum_w);
-    /* sum_w here carries the query and scale factors a flushed intermediate is multiplied by. */
+    /* flush_scale: the most a flushed intermediate is multiplied by on its way to the result. */
+    const double flush = n * (double)p->head_dim * 0x1p-126 * (1.0 + flush_scale);
     return gamma * mag + flush;
 }
 

@@ -176,6 +176,7 @@ typedef struct mla_bound_out {
     double *out_bound; /* [d_v] of this head */
     double *lse_bound;
     double *abs_v;     /* [d_v] scratch */
+    double *rho;       /* [keys] scratch: each weight's perturbation under out's model */
 } mla_bound_out;
 
 static double gamma_n(double n, double u)
@@ -231,8 +232,8 @@ static void mla_head_bounds(const mla_inputs *in, const double *keys, const doub
     const double da_c = gamma_n((double)dqk + 4.0, mo->u_accum) + mo->u_kv * (1.0 + mo->u_accum);
     double rho_max = 0.0;
     for (int32_t k = 0; k < n; k++) {
-        double rho = weight_perturbation(mo, scores[k], da_c * sm * absdots[k], amax, nterms);
-        rho_max = fmax(rho_max, rho);
+        bo->rho[k] = weight_perturbation(mo, scores[k], da_c * sm * absdots[k], amax, nterms);
+        rho_max = fmax(rho_max, bo->rho[k]);
     }
     const double rho_sink =
         sink_w > 0 ? weight_perturbation(mo, sink, 0.0, amax, nterms) : 0.0;
@@ -253,7 +254,7 @@ static void mla_head_bounds(const mla_inputs *in, const double *keys, const doub
         for (int32_t k = 0; k < n; k++) {
             const double w = exp(scores[k] - m) / denom;
             if (w == 0.0) continue;
-            const double rho = weight_perturbation(mo, scores[k], da_c * sm * absdots[k], amax, nterms);
+            const double rho = bo->rho[k];
             const double *vv = keys + (size_t)k * (size_t)dqk;
             for (int32_t d = 0; d < dv; d++) {
                 sum_v[d] += w * rho * fabs(vv[d] - out[d]);
@@ -381,7 +382,9 @@ static attest_status mla_run(const attest_case *c, attest_ref_mode mode, double 
     size_t n_keys;
     ATTEST_FORWARD(attest_ref_count_(&n_keys, "gathered keys", 2, max_keys, (int64_t)p->d_qk));
     double *keys = malloc((n_keys ? n_keys : 1) * sizeof *keys);
-    double *scores = malloc(2 * (size_t)(max_keys ? max_keys : 1) * sizeof *scores);
+    /* scores, their |q| . |K| magnitudes, and the bounds' per-key weight perturbations */
+    const size_t key_slots = (size_t)(max_keys ? max_keys : 1);
+    double *scores = malloc(3 * key_slots * sizeof *scores);
     double *q = malloc(((size_t)p->d_qk + (size_t)(p->d_v > 0 ? p->d_v : 0)) * sizeof *q);
     if (keys == NULL || scores == NULL || q == NULL) {
         free(keys);
@@ -402,8 +405,9 @@ static attest_status mla_run(const attest_case *c, attest_ref_mode mode, double 
                 for (int32_t d = 0; d < p->d_qk; d++) q[d] = (double)attest_bf16_decode(qb[d]);
                 mla_bound_out bo = {out_model, lse_model,
                                     out_bound ? out_bound + qi * (size_t)p->d_v : NULL,
-                                    lse_bound ? lse_bound + qi : NULL, q + p->d_qk};
-                mla_head(&in, q, keys, n, h, scores, scores + (max_keys ? max_keys : 1),
+                                    lse_bound ? lse_bound + qi : NULL, q + p->d_qk,
+                                    scores + 2 * key_slots};
+                mla_head(&in, q, keys, n, h, scores, scores + key_slots,
                          out + qi * (size_t)p->d_v, lse + qi, out_bound ? &bo : NULL);
             }
         }
