@@ -49,6 +49,9 @@ static void usage(FILE *f)
           "  --expected WHAT    reference (default): the float64 CPU reference, as attest\n"
           "                     reference computes it; SPEC: the outputs of that candidate (the\n"
           "                     kernel being replaced), in its output dtypes; none: no outputs\n"
+          "  --outputs-from OLD the same as --expected OLD: the outputs of kernel OLD, with the\n"
+          "                     conventions it declares, so attest check --against stored gates\n"
+          "                     a new kernel on OLD's results without OLD present\n"
           "  --with-truth       also store the truth tensors (for attest reference --mode true)\n"
           "generator bounds (as attest run):\n" ATTEST_CLI_GEN_USAGE,
           f);
@@ -57,7 +60,8 @@ static void usage(FILE *f)
 enum {
     OPT_KERNEL = 256, OPT_CASES, OPT_SEED, OPT_COVER, OPT_TRIES, OPT_EXPECTED, OPT_TRUTH,
     OPT_DEPTH,
-    OPT_FORCE
+    OPT_FORCE,
+    OPT_OUTPUTS_FROM
 };
 
 static const struct option long_options[] = {
@@ -72,6 +76,7 @@ static const struct option long_options[] = {
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {"depth", required_argument, NULL, OPT_DEPTH},
     {"force", no_argument, NULL, OPT_FORCE},
+    {"outputs-from", required_argument, NULL, OPT_OUTPUTS_FROM},
     {NULL, 0, NULL, 0},
 };
 
@@ -80,7 +85,7 @@ typedef struct make_args {
     uint64_t cases, seed, tries;
     uint32_t depth;
     attest_cli_gen_bounds gen;
-    int with_truth, force;
+    int with_truth, force, expected_set;
 } make_args;
 
 #define BAD(what) return attest_cli_bad_value(VERB, what, optarg)
@@ -106,7 +111,16 @@ static int parse_make(int argc, char **argv, make_args *a)
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case OPT_KERNEL: a->kernel = optarg; break;
         case OPT_COVER: a->cover = optarg; break;
-        case OPT_EXPECTED: a->expected = optarg; break;
+        case OPT_EXPECTED:
+        case OPT_OUTPUTS_FROM:
+            /* Two spellings of one choice; given twice, they would silently disagree. */
+            if (a->expected_set && strcmp(a->expected, optarg) != 0)
+                return attest_cli_usage_error(VERB, "make: --expected / --outputs-from given "
+                                                    "twice ('%s', '%s')",
+                                              a->expected, optarg);
+            a->expected = optarg;
+            a->expected_set = 1;
+            break;
         case OPT_TRUTH: a->with_truth = 1; break;
         case OPT_FORCE: a->force = 1; break;
         case OPT_CASES:
@@ -454,8 +468,11 @@ static int cmd_make(int argc, char **argv)
         ro.reference = attest_ref_simulated;
         if (attest_runner_create(m.src.cand, &ro, &m.src.runner) != ATTEST_OK)
             return attest_cli_usage_error(VERB, "%s", attest_last_error());
-        snprintf(expected_desc, sizeof expected_desc, "outputs of candidate %s (its dtypes)",
-                 m.src.cand->name);
+        char conv[160];
+        attest_conventions_format(&m.src.cand->conventions, m.src.cand->kernel, conv,
+                                  sizeof conv);
+        snprintf(expected_desc, sizeof expected_desc,
+                 "outputs of candidate %s (its dtypes; conventions %s)", m.src.cand->name, conv);
     }
 
     snprintf(m.tmp, sizeof m.tmp, "%s.tmp-%ld", a.out, (long)getpid());
