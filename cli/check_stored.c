@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "attest/compare.h"
+#include "attest/judge.h"
 #include "attest/runner.h"
 #include "check.h"
 
@@ -98,48 +99,28 @@ static void add_note(char *notes, size_t cap, const char *text)
     if (n + 1 < cap) snprintf(notes + n, cap - n, "%s%s", n ? "; " : "", text);
 }
 
-/* Compares one stored output. `conv_cand` receives a converted copy of the candidate's lse when
- * the stored lse includes the sink and the candidate's does not. */
+/* Judges one stored output (attest_judge_output), after making the lse conventions agree: when
+ * the stored lse and the candidate's differ on the sink, it is added to the side without it. */
 static attest_status compare_one(const attest_case *c, const attest_tensor *t,
                                  const attest_stored_tensor *s, const double *bound,
-                                 const void *cand,
-                                 const attest_conventions *cc, const attest_tolerance *tol,
-                                 attest_tensor_metrics *m, char *notes, size_t notes_cap)
+                                 const void *cand, const attest_conventions *cc,
+                                 const attest_policy *policy, attest_tensor_metrics *m,
+                                 char *notes, size_t notes_cap)
 {
     const size_t n = attest_tensor_count(t);
     double *ref = malloc((n ? n : 1) * sizeof *ref);
     float *conv = NULL;
-    uint8_t *mask = NULL;
     ATTEST_RETURN_IF(!ref, ATTEST_ERR_OUT_OF_MEMORY, "%s: %zu stored values", t->name, n);
     attest_status st = attest_stored_tensor_to_f64(s, ref);
     const void *cand_bits = cand;
-    double *wide = NULL;
-    if (st == ATTEST_OK && bound != NULL && s->dtype != ATTEST_DTYPE_F64 && tol->bound_factor >= 0) {
-        /* Stored float32 or bf16 outputs are themselves one correct evaluation, rounded to
-         * their dtype: the candidate may sit within its bound on the other side of the exact
-         * result, so the tolerance is both bounds plus the stored value's own rounding. */
-        wide = malloc((n ? n : 1) * sizeof *wide);
-        if (!wide) st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "%s: %zu bounds", t->name, n);
-        const double k = tol->bound_factor > 0 ? tol->bound_factor : 1.0;
-        for (size_t i = 0; wide && i < n; i++)
-            wide[i] = 2.0 * bound[i] + attest_rounding_error(s->dtype, fabs(ref[i]) + 2.0 * k * bound[i]) / k;
-        bound = wide;
-    }
-    char note[200];
     if (st == ATTEST_OK && c->kernel == ATTEST_KERNEL_INDEXER && !strcmp(t->name, "logits")) {
         const attest_masking file_m = c->params.indexer.masking;
-        if (file_m == ATTEST_MASK_UNSPECIFIED || cc->masking != file_m) {
-            /* Positions past each row's valid length are left out: what they hold depends on
-             * a masking convention the stored outputs and the candidate do not share. */
-            mask = malloc(n ? n : 1);
-            if (!mask) st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "logits compare mask");
-            else st = attest_indexer_valid_mask(c, mask);
-            if (file_m != ATTEST_MASK_UNSPECIFIED && cc->masking != file_m) {
-                snprintf(note, sizeof note,
-                         "logits past row lengths not compared (fixture masking %s, candidate %s)",
-                         attest_masking_name(file_m), attest_masking_name(cc->masking));
-                add_note(notes, notes_cap, note);
-            }
+        if (file_m != ATTEST_MASK_UNSPECIFIED && cc->masking != file_m) {
+            char note[200];
+            snprintf(note, sizeof note,
+                     "logits past row lengths not compared (fixture masking %s, candidate %s)",
+                     attest_masking_name(file_m), attest_masking_name(cc->masking));
+            add_note(notes, notes_cap, note);
         }
     }
     if (st == ATTEST_OK && c->kernel == ATTEST_KERNEL_MLA_DECODE && !strcmp(t->name, "lse") &&
@@ -165,22 +146,12 @@ static attest_status compare_one(const attest_case *c, const attest_tensor *t,
                                        "includes_sink, candidate excludes_sink)");
         }
     }
+    /* The stored outputs are one correct evaluation rounded to their dtype (exact when float64). */
+    const attest_judge_expected exp = {ref, s->dtype, bound};
     if (st == ATTEST_OK)
-        st = attest_compare_tensor_bounded(ref, bound, cand_bits, t->dtype, n, t->shape, t->rank,
-                                           mask,
-                                   t->dtype == ATTEST_DTYPE_BF16 ? ATTEST_POISON_BF16
-                                                                 : ATTEST_POISON_F32,
-                                   tol, m);
-    if (st == ATTEST_OK) {
-        snprintf(m->output, sizeof m->output, "%s", t->name);
-        if (c->kernel == ATTEST_KERNEL_INDEXER && !strcmp(t->name, "logits") &&
-            c->params.indexer.topk > 0 && t->dtype == ATTEST_DTYPE_F32)
-            st = attest_indexer_topk_gate_bounded(c, ref, bound, cand, tol, m);
-    }
+        st = attest_judge_output(c, t, &exp, cand_bits, cc->masking, policy, NULL, m);
     free(ref);
-    free(wide);
     free(conv);
-    free(mask);
     return st;
 }
 
@@ -225,12 +196,6 @@ attest_status check_compare_stored(const attest_case *c, const check_expected *e
         const attest_tensor *t = output_tensor(c, k);
         ATTEST_RETURN_IF(!t || !cand[k], ATTEST_ERR_INTERNAL,
                          "stored output %d has no candidate output to compare", (int)k);
-        attest_tolerance tol;
-        attest_status st = attest_policy_lookup(policy, c->kernel, t->name, &tol);
-        if (st != ATTEST_OK)
-            return attest_fail(st, "policy '%s' has no tolerance for %s output '%s'",
-                               attest_policy_name(policy), attest_kernel_name(c->kernel),
-                               t->name);
         memset(&metrics[j], 0, sizeof metrics[j]);
         char gap[160];
         if (cand_conv && convention_gap(c, cand_conv, t->name, gap, sizeof gap)) {
@@ -241,7 +206,7 @@ attest_status check_compare_stored(const attest_case *c, const check_expected *e
         /* The bounds of the reference computation bound a correct kernel's distance from the
          * exact result, which the stored outputs stand for. */
         ATTEST_FORWARD(compare_one(c, t, &e->tensors[j], bounds ? bounds[k] : NULL, cand[k],
-                                   cand_conv, &tol, &metrics[j], notes, notes_cap));
+                                   cand_conv, policy, &metrics[j], notes, notes_cap));
         *failed_gates |= metrics[j].failed_gates;
     }
     return ATTEST_OK;

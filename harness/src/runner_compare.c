@@ -1,5 +1,5 @@
-/* The runner's comparison step (runner_internal.h): gates, the indexer's mask and top-k gate
- * (compare_indexer.c), summary. */
+/* The runner's comparison step (runner_internal.h): each output judged against the reference
+ * (judge.h), the failures summarized. */
 #include "runner_internal.h"
 
 #include <math.h>
@@ -8,25 +8,12 @@
 #include <string.h>
 
 #include "attest/compare.h"
-#include "attest/numerics.h"
-#include "attest/runner.h"
+#include "attest/judge.h"
 
 void runner_scratch_free(runner_scratch *s)
 {
-    free(s->mask);
-    indexer_scratch_free(&s->topk);
-    memset(s, 0, sizeof *s);
-}
-
-/* The unspecified-masking mask: positions past a row's valid length are not compared. */
-static attest_status indexer_mask(const attest_case *c, runner_scratch *s, const uint8_t **mask)
-{
-    const attest_indexer_params *p = &c->params.indexer;
-    const size_t rows = (size_t)p->b * (size_t)p->next_n, width = (size_t)p->max_len;
-    ATTEST_FORWARD(indexer_reserve((void **)&s->mask, &s->mask_cap, rows * width, 1));
-    ATTEST_FORWARD(attest_indexer_valid_mask(c, s->mask));
-    *mask = s->mask;
-    return ATTEST_OK;
+    attest_judge_scratch_free(s->judge);
+    s->judge = NULL;
 }
 
 static void coord_string(const attest_coord *c, char *buf, size_t cap)
@@ -75,31 +62,18 @@ attest_status runner_compare_outputs(const attest_case *c, const attest_policy *
                                      size_t cap)
 {
     msg[0] = '\0';
+    if (s->judge == NULL) ATTEST_FORWARD(attest_judge_scratch_new(&s->judge));
     size_t k = 0, used = 0;
     for (size_t i = 0; i < c->num_tensors; i++) {
         const attest_tensor *t = &c->tensors[i];
         if (t->role != ATTEST_ROLE_OUTPUT) continue;
         ATTEST_RETURN_IF(k >= ATTEST_RECORD_MAX_OUTPUTS, ATTEST_ERR_INTERNAL,
                          "case has more than %d outputs", ATTEST_RECORD_MAX_OUTPUTS);
-        attest_tolerance tol;
-        attest_status st = attest_policy_lookup(policy, c->kernel, t->name, &tol);
-        if (st != ATTEST_OK)
-            return attest_fail(st, "policy '%s' has no tolerance for %s output '%s'",
-                               attest_policy_name(policy), attest_kernel_name(c->kernel),
-                               t->name);
-        const uint8_t *mask = NULL;
-        const int indexer = c->kernel == ATTEST_KERNEL_INDEXER && !strcmp(t->name, "logits");
-        if (indexer && c->params.indexer.masking == ATTEST_MASK_UNSPECIFIED)
-            ATTEST_FORWARD(indexer_mask(c, s, &mask));
         attest_tensor_metrics *m = &rec->outputs[k];
-        ATTEST_FORWARD(attest_compare_tensor_bounded(ref[k], bound[k], cand[k], t->dtype,
-                                             attest_tensor_count(t), t->shape, t->rank, mask,
-                                             t->dtype == ATTEST_DTYPE_BF16 ? ATTEST_POISON_BF16
-                                                                           : ATTEST_POISON_F32,
-                                             &tol, m));
-        snprintf(m->output, sizeof m->output, "%s", t->name);
-        if (indexer && c->params.indexer.topk > 0 && t->dtype == ATTEST_DTYPE_F32)
-            ATTEST_FORWARD(indexer_topk_gate_reuse(c, ref[k], bound[k], cand[k], &tol, &s->topk, m));
+        const attest_judge_expected exp = {ref[k], ATTEST_DTYPE_F64, bound[k]};
+        /* The case carries the candidate's conventions, so its masking is the candidate's. */
+        ATTEST_FORWARD(attest_judge_output(c, t, &exp, cand[k], c->params.indexer.masking, policy,
+                                           s->judge, m));
         rec->failed_gates |= m->failed_gates;
         if (m->vacuous) rec->vacuous = 1;
         if (m->failed_gates && used + 2 < cap) {

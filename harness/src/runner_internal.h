@@ -6,23 +6,21 @@
 #include <stdint.h>
 
 #include "attest/case.h"
+#include "attest/judge.h"
 #include "attest/policy.h"
 #include "attest/record.h"
 #include "attest/status.h"
-#include "compare_indexer.h"
 
 /* Buffers reused from case to case. */
 typedef struct runner_scratch {
-    uint8_t *mask;
-    size_t mask_cap;
-    indexer_scratch topk; /* the indexer's top-k gate */
+    attest_judge_scratch *judge; /* allocated on first use */
 } runner_scratch;
 
 void runner_scratch_free(runner_scratch *s);
 
-/* Compares every output of the case (`cand[i]`: candidate bytes of output i in table order,
- * `ref[i]`: reference values, `bound[i]`: their error bounds or NULL) under the policy, with the unspecified-mask and top-k gate of the
- * indexer. Fills rec->outputs, num_outputs, failed_gates and vacuous, and a one-line summary of
+/* Judges every output of the case (attest_judge_output; `cand[i]`: candidate bytes of output i
+ * in table order, `ref[i]`: reference values, `bound[i]`: their error bounds or NULL) under the
+ * policy. Fills rec->outputs, num_outputs, failed_gates and vacuous, and a one-line summary of
  * the failures in msg. ATTEST_ERR_NOT_FOUND when the policy has no entry for an output. */
 attest_status runner_compare_outputs(const attest_case *c, const attest_policy *policy,
                                      double *const *ref, double *const *bound, void *const *cand,
