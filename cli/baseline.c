@@ -14,9 +14,12 @@
 #include "attest/verdict.h"
 #include "attest/reference.h"
 #include "attest/registry.h"
+#include "attest/files.h"
+#include "attest/results.h"
 #include "attest/runner.h"
 #include "check.h"
 #include "commands.h"
+#include "engine.h"
 #include "gen_options.h"
 
 int attest_run_wants_baseline(int argc, char **argv)
@@ -124,6 +127,98 @@ attest_status attest_baseline_compare(const attest_case *c, const attest_convent
     return ATTEST_OK;
 }
 
+attest_status attest_baseline_judge(const attest_case *c, const attest_conventions *conv,
+                                    const attest_case_outputs *nw, const attest_case_outputs *old,
+                                    int bitwise, const attest_policy *policy,
+                                    attest_baseline_result *res)
+{
+    if (nw->num_outputs > 0 && old->num_outputs > 0 && nw->candidate[0] != NULL &&
+        old->candidate[0] != NULL)
+        return attest_baseline_compare(c, conv, nw, old, bitwise, policy, res);
+    ATTEST_RETURN_IF(res == NULL, ATTEST_ERR_INVALID_ARGUMENT, "baseline judge: NULL result");
+    memset(res, 0, sizeof *res);
+    res->first_index = -1;
+    res->failed = 1; /* a run that kept no output (crash, timeout) cannot agree */
+    snprintf(res->notes, sizeof res->notes, "a run kept no outputs");
+    return ATTEST_OK;
+}
+
+/* Summed |error| of each side over every output. */
+static void side_errors(const attest_baseline_result *br, double *en, double *eo)
+{
+    *en = *eo = 0;
+    for (int32_t k = 0; k < br->num_outputs; k++) {
+        *en += br->new_error[k];
+        *eo += br->old_error[k];
+    }
+}
+
+void attest_baseline_pair_row(const attest_case_record *nw, const attest_case_record *old,
+                              const attest_baseline_result *br, int bitwise,
+                              attest_case_record *row)
+{
+    memset(row, 0, sizeof *row);
+    row->case_id = nw->case_id;
+    row->seed = nw->seed;
+    memcpy(row->params, nw->params, sizeof row->params);
+    /* "NEW vs OLD"; names too long for the column keep OLD's whole and NEW's start. */
+    const size_t cap = sizeof row->candidate, lo = strnlen(old->candidate, cap - 5);
+    size_t ln = strnlen(nw->candidate, sizeof nw->candidate);
+    if (ln + lo + 4 >= cap) ln = cap - 5 - lo;
+    memcpy(row->candidate, nw->candidate, ln);
+    memcpy(row->candidate + ln, " vs ", 4);
+    memcpy(row->candidate + ln + 4, old->candidate, lo);
+    row->candidate[ln + 4 + lo] = '\0';
+    row->verdict = br->failed ? ATTEST_VERDICT_MISMATCH : ATTEST_VERDICT_OK;
+    row->failed_gates = br->failed_gates;
+    row->reruns = 1;
+    row->num_outputs = bitwise ? 0 : br->num_outputs;
+    for (int32_t k = 0; k < row->num_outputs; k++) row->outputs[k] = br->metrics[k];
+    double en, eo;
+    side_errors(br, &en, &eo);
+    uint64_t differ = 0;
+    for (int32_t k = 0; k < br->num_outputs; k++) differ += br->bitwise_differ[k];
+    /* Through a wide buffer: the notes may not fit the row, and a cut note is still news. */
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "%s %s; old %s; %" PRIu64 " elements differ bitwise; closer to the reference: "
+             "%s (summed |error| new %.6g, old %.6g)%s%s",
+             bitwise ? "bitwise" : "within both bounds", br->failed ? "differ" : "agree",
+             attest_verdict_name(old->verdict), differ,
+             en < eo ? "new" : eo < en ? "old" : "neither", en, eo, br->notes[0] ? "; " : "",
+             br->notes);
+    memcpy(row->message, msg, sizeof row->message - 1);
+    row->message[sizeof row->message - 1] = '\0';
+}
+
+void attest_baseline_print(const attest_baseline_result *br, int bitwise, const char *indent)
+{
+    char gates[96] = "";
+    attest_gate_mask_string(br->failed_gates, gates, sizeof gates);
+    printf("%snew vs old (%s): DIFFER%s%s", indent, bitwise ? "bitwise" : "within both bounds",
+           gates[0] ? " gates " : "", gates);
+    if (br->first_index >= 0) {
+        uint64_t total_differ = 0;
+        for (int32_t k = 0; k < br->num_outputs; k++) total_differ += br->bitwise_differ[k];
+        printf("; %" PRIu64 " elements differ bitwise, first %s[%" PRId64 "]: new %.9g, old %.9g",
+               total_differ, br->first_name, br->first_index, br->first_new, br->first_old);
+    }
+    for (int32_t k = 0; !bitwise && k < br->num_outputs; k++)
+        if (br->metrics[k].failed_gates) {
+            const attest_tensor_metrics *m = &br->metrics[k];
+            printf("; worst %s element [", m->output);
+            for (int32_t d = 0; d < m->worst.rank && d < 4; d++)
+                printf("%s%" PRId64, d ? "," : "", m->worst.index[d]);
+            printf("]: new %.9g, old %.9g, |diff| / tolerance %.3g", m->worst_cand, m->worst_ref,
+                   m->worst_ratio);
+        }
+    double en, eo;
+    side_errors(br, &en, &eo);
+    printf("\n%scloser to the reference: %s (summed |error| new %.6g, old %.6g)%s%s\n", indent,
+           en < eo ? "new" : eo < en ? "old" : "neither", en, eo, br->notes[0] ? "; " : "",
+           br->notes);
+}
+
 static void usage(FILE *f)
 {
     fputs("usage: attest run --candidate NEW --baseline OLD [--same bitwise|bounds] [options]\n"
@@ -138,6 +233,8 @@ static void usage(FILE *f)
           "  --candidate NEW    the kernel under test (built-in name or path/lib.so:NAME)\n"
           "  --baseline OLD     the kernel it replaces; same family and conventions\n"
           "  --same MODE        bitwise (a refactor that must not change a bit) or bounds\n"
+          "  --out FILE         a results file: NEW's row, then the pair's row, per case\n"
+          "                     (docs/results-format.md); --force replaces an earlier one\n"
           "  --kernel K --cases N --seed S --case-seed X --policy FILE --timeout SEC --no-isolate\n"
           "  --print-failures N (as attest run)\n"
           "generator bounds:\n" ATTEST_CLI_GEN_USAGE,
@@ -145,7 +242,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_CASE_SEED = 256, OPT_POLICY, OPT_SAME, OPT_BASELINE, OPT_TIMEOUT, OPT_NO_ISOLATE,
-       OPT_PRINT, OPT_QUIET };
+       OPT_PRINT, OPT_QUIET, OPT_OUT, OPT_FORCE };
 
 static const struct option options[] = {
     {"help", no_argument, NULL, 'h'},
@@ -161,6 +258,8 @@ static const struct option options[] = {
     {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
     {"print-failures", required_argument, NULL, OPT_PRINT},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"force", no_argument, NULL, OPT_FORCE},
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {NULL, 0, NULL, 0},
 };
@@ -172,16 +271,25 @@ typedef struct pair_run {
     attest_policy *policy;
     attest_case c;
     attest_case_outputs keep[2];
+    attest_results_writer *results; /* --out, or NULL */
 } pair_run;
 
 static void pair_free(pair_run *p)
 {
+    if (p->results && attest_results_close(p->results, ATTEST_RESULTS_INTERRUPTED) != ATTEST_OK)
+        fprintf(stderr, "attest run: %s\n", attest_last_error());
     for (int i = 0; i < 2; i++) {
         if (p->runner[i]) attest_runner_destroy(p->runner[i]);
         attest_case_outputs_free(&p->keep[i]);
     }
     attest_case_free(&p->c);
     if (p->policy) attest_policy_free(p->policy);
+}
+
+static int harness_error(uint64_t i)
+{
+    fprintf(stderr, "attest run: case %" PRIu64 ": harness error: %s\n", i, attest_last_error());
+    return ATTEST_EXIT_USAGE;
 }
 
 static int run_cases(pair_run *p, const attest_candidate *cand[2], const attest_gen_options *gen,
@@ -202,72 +310,40 @@ static int run_cases(pair_run *p, const attest_candidate *cand[2], const attest_
             attest_case_outputs_free(&p->keep[j]);
             memset(&p->keep[j], 0, sizeof p->keep[j]);
             memset(&rec[j], 0, sizeof rec[j]);
-            if (attest_runner_judge(p->runner[j], &p->c, &rec[j], &p->keep[j]) != ATTEST_OK) {
-                fprintf(stderr, "attest run: case %" PRIu64 ": harness error: %s\n", i,
-                        attest_last_error());
-                return ATTEST_EXIT_USAGE;
-            }
+            if (attest_runner_judge(p->runner[j], &p->c, &rec[j], &p->keep[j]) != ATTEST_OK)
+                return harness_error(i);
             if (rec[j].verdict != ATTEST_VERDICT_OK) fails[j]++;
         }
         judged++;
         attest_baseline_result br;
-        int pair_failed = 0;
-        if (p->keep[0].num_outputs > 0 && p->keep[1].num_outputs > 0 &&
-            p->keep[0].candidate[0] != NULL && p->keep[1].candidate[0] != NULL) {
-            if (attest_baseline_compare(&p->c, &cand[0]->conventions, &p->keep[0], &p->keep[1],
-                                        bitwise, p->policy, &br) != ATTEST_OK) {
-                fprintf(stderr, "attest run: case %" PRIu64 ": harness error: %s\n", i,
-                        attest_last_error());
-                return ATTEST_EXIT_USAGE;
-            }
-            pair_failed = br.failed;
-        } else {
-            memset(&br, 0, sizeof br);
-            pair_failed = 1; /* a run that kept no output (crash, timeout) cannot agree */
-            snprintf(br.notes, sizeof br.notes, "a run kept no outputs");
-        }
-        double en = 0, eo = 0;
-        for (int32_t k = 0; k < br.num_outputs; k++) {
-            en += br.new_error[k];
-            eo += br.old_error[k];
-        }
-        if (pair_failed) {
+        if (attest_baseline_judge(&p->c, &cand[0]->conventions, &p->keep[0], &p->keep[1],
+                                  bitwise, p->policy, &br) != ATTEST_OK)
+            return harness_error(i);
+        double en, eo;
+        side_errors(&br, &en, &eo);
+        if (br.failed) {
             differ++;
             if (en < eo) closer_new++;
             else if (eo < en) closer_old++;
         }
-        const int case_failed = pair_failed || rec[0].verdict != ATTEST_VERDICT_OK;
+        if (p->results) {
+            /* NEW's row, then the pair's (docs/results-format.md, "Old vs new"). */
+            attest_case_record row;
+            rec[0].case_id = 2 * i;
+            rec[1].case_id = 2 * i;
+            attest_baseline_pair_row(&rec[0], &rec[1], &br, bitwise, &row);
+            row.case_id = 2 * i + 1;
+            if (attest_results_append(p->results, &rec[0], &p->c, &p->keep[0]) != ATTEST_OK ||
+                attest_results_append(p->results, &row, &p->c, NULL) != ATTEST_OK)
+                return harness_error(i);
+        }
+        const int case_failed = br.failed || rec[0].verdict != ATTEST_VERDICT_OK;
         if (!case_failed || printed >= print_failures) continue;
         printed++;
-        char gates[96] = "";
-        attest_gate_mask_string(br.failed_gates, gates, sizeof gates);
         printf("case %" PRIu64 " %s\n  new %s: %s; old %s: %s\n", i, p->c.seed ? rec[0].params : "",
                cand[0]->name, attest_verdict_name(rec[0].verdict), cand[1]->name,
                attest_verdict_name(rec[1].verdict));
-        if (pair_failed) {
-            printf("  new vs old (%s): DIFFER%s%s", bitwise ? "bitwise" : "within both bounds",
-                   gates[0] ? " gates " : "", gates);
-            if (br.first_index >= 0) {
-                uint64_t total_differ = 0;
-                for (int32_t k = 0; k < br.num_outputs; k++) total_differ += br.bitwise_differ[k];
-                printf("; %" PRIu64 " elements differ bitwise, first %s[%" PRId64
-                       "]: new %.9g, old %.9g",
-                       total_differ, br.first_name, br.first_index, br.first_new, br.first_old);
-            }
-            for (int32_t k = 0; !bitwise && k < br.num_outputs; k++)
-                if (br.metrics[k].failed_gates)
-                {
-                    const attest_tensor_metrics *m = &br.metrics[k];
-                    printf("; worst %s element [", m->output);
-                    for (int32_t d = 0; d < m->worst.rank && d < 4; d++)
-                        printf("%s%" PRId64, d ? "," : "", m->worst.index[d]);
-                    printf("]: new %.9g, old %.9g, |diff| / tolerance %.3g", m->worst_cand,
-                           m->worst_ref, m->worst_ratio);
-                }
-            printf("\n  closer to the reference: %s (summed |error| new %.6g, old %.6g)%s%s\n",
-                   en < eo ? "new" : eo < en ? "old" : "neither", en, eo, br.notes[0] ? "; " : "",
-                   br.notes);
-        }
+        if (br.failed) attest_baseline_print(&br, bitwise, "  ");
         printf("  replay: attest run --candidate %s --baseline %s --case-seed 0x%016" PRIx64
                "%s\n",
                cand[0]->name, cand[1]->name, s, bitwise ? " --same bitwise" : "");
@@ -288,11 +364,39 @@ static int run_cases(pair_run *p, const attest_candidate *cand[2], const attest_
     return failed ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
 }
 
+/* The results file of a pair run: NEW's job recorded as attest run records it, so a NEW row
+ * replays from its seed; pair rows name both kernels. */
+static attest_status open_results(pair_run *p, const char *path, const char *command_line,
+                                  const attest_candidate *cand[2], const attest_gen_options *gen,
+                                  uint64_t seed, uint64_t planned)
+{
+    attest_results_provenance prov;
+    attest_results_provenance_init(&prov);
+    snprintf(prov.kernel, sizeof prov.kernel, "%s", attest_kernel_name(cand[0]->kernel));
+    snprintf(prov.candidate, sizeof prov.candidate, "%s,%s vs %s", cand[0]->name, cand[0]->name,
+             cand[1]->name);
+    char flags[512];
+    if (attest_cli_gen_flags_of(gen, 0, flags, sizeof flags))
+        (void)attest_cli_gen_flags_of(gen, 1, flags, sizeof flags);
+    snprintf(prov.jobs, sizeof prov.jobs, "--kernel %s%s%s --candidate %s",
+             attest_kernel_name(cand[0]->kernel), flags[0] ? " " : "", flags, cand[0]->name);
+    snprintf(prov.policy_name, sizeof prov.policy_name, "%s", attest_policy_name(p->policy));
+    snprintf(prov.policy_hash, sizeof prov.policy_hash, "%s", attest_policy_hash(p->policy));
+    snprintf(prov.policy_origin, sizeof prov.policy_origin, "%s", attest_policy_origin(p->policy));
+    prov.policy_text = attest_policy_text(p->policy);
+    snprintf(prov.command_line, sizeof prov.command_line, "%s", command_line);
+    prov.seed = seed;
+    prov.cases_planned = 2 * planned;
+    return attest_results_create(path, &prov, NULL, &p->results);
+}
+
 int attest_cmd_run_baseline(int argc, char **argv)
 {
-    const char *spec[2] = {NULL, NULL}, *kernel = NULL, *policy_path = NULL;
+    char command_line[2048]; /* taken before getopt permutes argv */
+    attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
+    const char *spec[2] = {NULL, NULL}, *kernel = NULL, *policy_path = NULL, *out = NULL;
     uint64_t cases = 100, seed = 1, case_seed = 0, print_failures = 20;
-    int use_case_seed = 0, bitwise = 0, no_isolate = 0;
+    int use_case_seed = 0, bitwise = 0, no_isolate = 0, force = 0;
     double timeout = 10.0;
     attest_cli_gen_bounds gb;
     memset(&gb, 0, sizeof gb);
@@ -334,6 +438,8 @@ int attest_cmd_run_baseline(int argc, char **argv)
             if (attest_cli_parse_u64(optarg, &print_failures)) BAD("print-failures");
             break;
         case OPT_QUIET: break;
+        case OPT_OUT: out = optarg; break;
+        case OPT_FORCE: force = 1; break;
         default: return attest_cli_getopt_error("run", ch, argv);
         }
     }
@@ -341,6 +447,11 @@ int attest_cmd_run_baseline(int argc, char **argv)
         return attest_cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
     if (!spec[0] || !spec[1])
         return attest_cli_usage_error("run", "--baseline needs --candidate too");
+    if (out) {
+        const char *inputs[3] = {policy_path, spec[0], spec[1]};
+        const int orc = attest_cli_check_output("run", out, ATTEST_OUTPUT_RESULTS, force, inputs, 3);
+        if (orc >= 0) return orc;
+    }
     const attest_candidate *cand[2];
     for (int j = 0; j < 2; j++)
         if (attest_candidate_resolve(spec[j], &cand[j]) != ATTEST_OK)
@@ -384,10 +495,25 @@ int attest_cmd_run_baseline(int argc, char **argv)
             pair_free(&p);
             return attest_cli_usage_error("run", "%s", attest_last_error());
         }
+    const uint64_t total = use_case_seed ? 1 : cases;
+    if (out && open_results(&p, out, command_line, cand, &gen, seed, total) != ATTEST_OK) {
+        pair_free(&p);
+        return attest_cli_usage_error("run", "%s", attest_last_error());
+    }
     printf("attest run: %s against baseline %s (%s), %s kernel\n", cand[0]->name, cand[1]->name,
            bitwise ? "bitwise" : "within both bounds", attest_kernel_name(cand[0]->kernel));
-    const int rc = run_cases(&p, cand, &gen, use_case_seed ? 1 : cases, seed, use_case_seed,
-                             case_seed, bitwise, print_failures);
+    int rc = run_cases(&p, cand, &gen, total, seed, use_case_seed, case_seed, bitwise,
+                       print_failures);
+    if (p.results) {
+        attest_results_set_device(p.results, attest_runner_device(p.runner[0]));
+        const attest_status cst = attest_results_close(
+            p.results, rc == ATTEST_EXIT_USAGE ? ATTEST_RESULTS_INTERRUPTED : ATTEST_RESULTS_COMPLETE);
+        p.results = NULL;
+        if (cst != ATTEST_OK && rc != ATTEST_EXIT_USAGE)
+            rc = attest_cli_usage_error("run", "%s", attest_last_error());
+        else if (rc != ATTEST_EXIT_USAGE)
+            printf("  results: %s (attest show %s)\n", out, out);
+    }
     pair_free(&p);
     return rc;
 }

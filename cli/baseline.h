@@ -39,6 +39,26 @@ attest_status attest_baseline_compare(const attest_case *c, const attest_convent
                                       int bitwise, const attest_policy *policy,
                                       attest_baseline_result *res) ATTEST_MUST_CHECK;
 
+/* As attest_baseline_compare, but a pair where a run kept no outputs (a crash, a timeout)
+ * differs, with a note saying so, rather than being an error. */
+attest_status attest_baseline_judge(const attest_case *c, const attest_conventions *conv,
+                                    const attest_case_outputs *nw, const attest_case_outputs *old,
+                                    int bitwise, const attest_policy *policy,
+                                    attest_baseline_result *res) ATTEST_MUST_CHECK;
+
+/* Fills *row, the pair's row of a results file, from NEW's and OLD's rows of the case: NEW's
+ * case id, seed and params; candidate "NEW vs OLD"; verdict OK or MISMATCH with the gates that
+ * failed and, within bounds, the gates' view of each output (OLD's values where the reference's
+ * stand); the message says agree/differ, OLD's own verdict, the elements differing bitwise and
+ * the side closer to the reference. */
+void attest_baseline_pair_row(const attest_case_record *nw, const attest_case_record *old,
+                              const attest_baseline_result *br, int bitwise,
+                              attest_case_record *row);
+
+/* Prints the two report lines of a differing pair (differing elements, worst element, the side
+ * closer to the reference), each line starting with indent. */
+void attest_baseline_print(const attest_baseline_result *br, int bitwise, const char *indent);
+
 /* 1 when attest run's argv has --baseline. */
 int attest_run_wants_baseline(int argc, char **argv);
 

@@ -4,10 +4,12 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attest/files.h"
 #include "attest/registry.h"
+#include "baseline.h"
 #include "commands.h"
 #include "engine.h"
 #include "gen_options.h"
@@ -38,13 +40,50 @@ static void usage(FILE *f)
             "  --junit FILE      also write a JUnit XML report (one testcase per case)\n"
             "  --json FILE       also write the summary as JSON\n"
             "  --force           replace an earlier results file at --out (nothing else)\n"
+            "  --baseline OLD    old vs new: the one --candidate and OLD on the same cases, as\n"
+            "                    attest run --baseline (docs/old-vs-new.md), with this verb's\n"
+            "                    defaults for --cases and --out; not with --jobs, --junit, --json\n"
             "generator bounds (applied to every job; --layout to mla-decode jobs only):\n"
             ATTEST_CLI_GEN_USAGE,
             DEFAULT_CASES_PER_KERNEL, DEFAULT_OUT, MAX_JOBS);
 }
 
+/* campaign --baseline: the pair job of attest run --baseline, under the campaign's defaults
+ * (cases and results file) where the command line leaves them out. */
+static int campaign_baseline(int argc, char **argv)
+{
+    int has_cases = 0, has_out = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strncmp(a, "--jobs", 6) || !strncmp(a, "--junit", 7) || !strncmp(a, "--json", 6))
+            return attest_cli_usage_error("campaign", "--baseline does not take %s yet", a);
+        has_cases |= !strncmp(a, "--cases", 7);
+        has_out |= !strncmp(a, "--out", 5);
+    }
+    /* args[0] is the program: attest_cmd_run_baseline reads argv[-1] for its command line. */
+    char **args = calloc((size_t)argc + 6, sizeof *args);
+    if (!args) return attest_cli_usage_error("campaign", "out of memory");
+    char cases[32];
+    snprintf(cases, sizeof cases, "%d", DEFAULT_CASES_PER_KERNEL);
+    int n = 1;
+    args[0] = argv[-1];
+    for (int i = 0; i < argc; i++) args[n++] = argv[i];
+    if (!has_cases) {
+        args[n++] = "--cases";
+        args[n++] = cases;
+    }
+    if (!has_out) {
+        args[n++] = "--out";
+        args[n++] = DEFAULT_OUT;
+    }
+    const int rc = attest_cmd_run_baseline(n - 1, args + 1);
+    free(args);
+    return rc;
+}
+
 int attest_cmd_campaign(int argc, char **argv)
 {
+    if (attest_run_wants_baseline(argc, argv)) return campaign_baseline(argc, argv);
     static const struct option options[] = {
         {"help", no_argument, NULL, 'h'}, {"cases", required_argument, NULL, 'n'},
         {"seed", required_argument, NULL, 's'}, {"out", required_argument, NULL, 'o'},

@@ -17,6 +17,7 @@
 #include "attest/files.h"
 #include "attest/registry.h"
 #include "attest/results.h"
+#include "baseline.h"
 #include "check.h"
 #include "attest/files.h"
 #include "commands.h"
@@ -50,6 +51,11 @@ static void usage(FILE *f)
           "  --reruns N        runs per case, compared bitwise (default 2)\n"
           "  --timeout SEC     per-run time limit (default 10)\n"
           "  --no-isolate      run in this process (no crash isolation; for debugging)\n"
+          "  --baseline OLD    also run OLD (the kernel NEW replaces; same family and\n"
+          "                    conventions) on every case of its kernel and judge each candidate\n"
+          "                    against OLD's outputs (docs/old-vs-new.md); a pair that differs\n"
+          "                    fails the check\n"
+          "  --same MODE       with --baseline: bounds (default) or bitwise\n"
           "  --junit FILE      also write a JUnit XML report (one testcase per case and candidate)\n"
           "  --json FILE       also write the summary as JSON\n",
           f);
@@ -58,8 +64,9 @@ static void usage(FILE *f)
 typedef struct check_args {
     const char *specs[MAX_CANDIDATES];
     size_t num_specs;
-    const char *policy, *out, *junit, *json;
+    const char *policy, *out, *junit, *json, *baseline;
     against against;
+    int bitwise; /* --same bitwise */
     int32_t reruns;
     double timeout;
     int no_isolate, force;
@@ -69,7 +76,7 @@ typedef struct check_args {
 
 enum {
     OPT_AGAINST = 256, OPT_POLICY, OPT_OUT, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_JUNIT,
-    OPT_JSON, OPT_FORCE, OPT_MAX_CASE
+    OPT_JSON, OPT_FORCE, OPT_MAX_CASE, OPT_BASELINE, OPT_SAME
 };
 
 /* Returns -1 to go on, or an exit status. */
@@ -88,6 +95,8 @@ static int parse(int argc, char **argv, check_args *a)
         {"json", required_argument, NULL, OPT_JSON},
         {"force", no_argument, NULL, OPT_FORCE},
         {"max-case-mb", required_argument, NULL, OPT_MAX_CASE},
+        {"baseline", required_argument, NULL, OPT_BASELINE},
+        {"same", required_argument, NULL, OPT_SAME},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -119,6 +128,12 @@ static int parse(int argc, char **argv, check_args *a)
         case OPT_JUNIT: a->junit = optarg; break;
         case OPT_JSON: a->json = optarg; break;
         case OPT_FORCE: a->force = 1; break;
+        case OPT_BASELINE: a->baseline = optarg; break;
+        case OPT_SAME:
+            if (!strcmp(optarg, "bitwise")) a->bitwise = 1;
+            else if (!strcmp(optarg, "bounds")) a->bitwise = 0;
+            else return attest_cli_bad_value(VERB, "same", optarg);
+            break;
         case OPT_MAX_CASE: {
             int rc = attest_cli_max_case_mb(VERB, optarg);
             if (rc >= 0) return rc;
@@ -143,10 +158,11 @@ static int parse(int argc, char **argv, check_args *a)
     a->num_fixtures = (size_t)(argc - optind);
     if (a->out) {
         /* A fixture (or the policy) given as --out would be overwritten by the results. */
-        const size_t n = 1 + a->num_specs + a->num_fixtures;
+        const size_t n = 2 + a->num_specs + a->num_fixtures;
         const char **inputs = calloc(n, sizeof *inputs);
         if (!inputs) return attest_cli_usage_error(VERB, "out of memory");
         inputs[0] = a->policy;
+        inputs[n - 1] = a->baseline;
         for (size_t i = 0; i < a->num_specs; i++) inputs[1 + i] = a->specs[i];
         for (size_t i = 0; i < a->num_fixtures; i++) inputs[1 + a->num_specs + i] = a->fixtures[i];
         int rc = attest_cli_check_output(VERB, a->out, ATTEST_OUTPUT_RESULTS, a->force, inputs, n);
@@ -169,6 +185,9 @@ typedef struct check_run {
     const check_args *a;
     const attest_candidate *cands[MAX_CANDIDATES];
     attest_runner *runners[MAX_CANDIDATES];
+    const attest_candidate *base;  /* --baseline, or NULL */
+    attest_runner *base_runner;
+    uint64_t pairs, pairs_differ;
     attest_runner_options ropt;
     attest_policy *policy;
     attest_results_writer *results;
@@ -255,6 +274,40 @@ static attest_status append_row(check_run *r, attest_case_record *rec, const att
     rec->case_id = r->next_case_id++;
     if (!r->results) return ATTEST_OK;
     return attest_results_append(r->results, rec, c, kept);
+}
+
+/* --baseline: runs OLD on the case candidate ci was judged on (its record nrec, its outputs
+ * kept), judges the pair, prints the pair's line and appends the pair's row. */
+static attest_status judge_pair(check_run *r, size_t ci, const char *label, const attest_case *c,
+                                const attest_case_record *nrec, const attest_case_outputs *kept)
+{
+    if (!r->base_runner) ATTEST_FORWARD(attest_runner_create(r->base, &r->ropt, &r->base_runner));
+    attest_case_record orec;
+    attest_case_outputs okept;
+    memset(&orec, 0, sizeof orec);
+    memset(&okept, 0, sizeof okept);
+    ATTEST_FORWARD(attest_runner_judge(r->base_runner, c, &orec, &okept));
+    r->run_s += orec.run_seconds;
+    attest_baseline_result br;
+    attest_status st = attest_baseline_judge(c, &r->cands[ci]->conventions, kept, &okept,
+                                             r->a->bitwise, r->policy, &br);
+    if (st == ATTEST_OK) {
+        attest_case_record row, named = *nrec;
+        snprintf(named.candidate, sizeof named.candidate, "%s", r->cands[ci]->name);
+        snprintf(orec.candidate, sizeof orec.candidate, "%s", r->base->name);
+        attest_baseline_pair_row(&named, &orec, &br, r->a->bitwise, &row);
+        r->pairs++;
+        if (br.failed) r->pairs_differ++;
+        printf("%-*s  %-*s  %s baseline %s (%s; the baseline %s against the reference)\n",
+               r->label_w, label, r->cand_w, r->cands[ci]->name,
+               br.failed ? "DIFFERS from" : "AGREES with", r->base->name,
+               r->a->bitwise ? "bitwise" : "within both bounds", attest_verdict_name(orec.verdict));
+        if (br.failed) attest_baseline_print(&br, r->a->bitwise, "    ");
+        prefix_message(&row, label, " vs baseline");
+        st = append_row(r, &row, c, NULL);
+    }
+    attest_case_outputs_free(&okept);
+    return st;
 }
 
 /* Judges one case with one candidate and prints its line. Returns an error only when the
@@ -380,6 +433,9 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
         prefix_message(rows[i], label, rows[i] == &stored ? " vs stored" : "");
         st = append_row(r, rows[i], c, &kept);
     }
+    /* The pair's row follows the candidate's (docs/results-format.md). */
+    if (st == ATTEST_OK && r->base && r->base->kernel == cand->kernel)
+        st = judge_pair(r, ci, label, c, &ref, &kept);
     attest_case_outputs_free(&kept);
     return st;
 }
@@ -478,7 +534,7 @@ static attest_status open_results(check_run *r, const char *command_line, uint64
 static const char *result_word(const check_run *r)
 {
     if (stop_requested) return "INTERRUPTED";
-    if (r->failing || r->unreadable) return "FAIL";
+    if (r->failing || r->unreadable || r->pairs_differ) return "FAIL";
     if (r->judged == 0 || r->judged == r->verdicts[ATTEST_VERDICT_UNSUPPORTED]) return "EMPTY";
     return "PASS";
 }
@@ -502,6 +558,10 @@ static void print_summary(const check_run *r, double seconds)
                    r->no_stored, r->no_stored == 1 ? "" : "s", r->no_stored_files);
         printf("\n");
     }
+    if (r->base)
+        printf("  new vs %s (%s): agree %" PRIu64 ", differ %" PRIu64 "\n", r->base->name,
+               r->a->bitwise ? "bitwise" : "within bounds", r->pairs - r->pairs_differ,
+               r->pairs_differ);
     if (r->vacuous) printf("  vacuous: %" PRIu64 " case%s could not show a difference in some output\n",
                            r->vacuous, r->vacuous == 1 ? "" : "s");
     if (r->unreadable) printf("  unreadable: %" PRIu64 " fixture case%s or file%s (see above)\n",
@@ -512,9 +572,10 @@ static void print_summary(const check_run *r, double seconds)
     if (r->a->out) printf("  results: %s (attest show %s)\n", r->a->out, r->a->out);
     if (stop_requested)
         printf("result: FAIL (interrupted after %" PRIu64 " cases)\n", r->judged);
-    else if (r->failing || r->unreadable)
-        printf("result: FAIL (%" PRIu64 " failing case%s, %" PRIu64 " unreadable)\n", r->failing,
-               r->failing == 1 ? "" : "s", r->unreadable);
+    else if (r->failing || r->unreadable || r->pairs_differ)
+        printf("result: FAIL (%" PRIu64 " failing case%s, %" PRIu64 " unreadable, %" PRIu64
+               " differing from the baseline)\n",
+               r->failing, r->failing == 1 ? "" : "s", r->unreadable, r->pairs_differ);
     else if (r->judged == 0)
         printf("result: FAIL (nothing was checked: no fixture case is of a kernel the candidates "
                "implement)\n");
@@ -537,6 +598,26 @@ int attest_cmd_check(int argc, char **argv)
     for (size_t i = 0; i < a.num_specs; i++)
         if (attest_candidate_resolve(a.specs[i], &r.cands[i]) != ATTEST_OK)
             return attest_cli_usage_error(VERB, "%s", attest_last_error());
+    if (a.baseline) {
+        if (attest_candidate_resolve(a.baseline, &r.base) != ATTEST_OK)
+            return attest_cli_usage_error(VERB, "--baseline: %s", attest_last_error());
+        int same_family = 0;
+        for (size_t i = 0; i < a.num_specs; i++) {
+            if (r.cands[i]->kernel != r.base->kernel) continue;
+            same_family = 1;
+            if (memcmp(&r.cands[i]->conventions, &r.base->conventions,
+                       sizeof r.base->conventions) != 0)
+                return attest_cli_usage_error(VERB, "'%s' and baseline '%s' declare different "
+                                                    "conventions: their outputs are not the "
+                                                    "same function",
+                                              r.cands[i]->name, r.base->name);
+        }
+        if (!same_family)
+            return attest_cli_usage_error(VERB, "baseline '%s' is a %s kernel; no candidate is",
+                                          r.base->name, attest_kernel_name(r.base->kernel));
+    } else if (a.bitwise) {
+        return attest_cli_usage_error(VERB, "--same needs --baseline");
+    }
     if ((a.policy ? attest_policy_load(a.policy, &r.policy) : attest_policy_default(&r.policy)) !=
         ATTEST_OK)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
@@ -562,8 +643,10 @@ int attest_cmd_check(int argc, char **argv)
         for (size_t g = 0; st == ATTEST_OK && g < scans[f].count; g++)
             for (size_t ci = 0; ci < a.num_specs; ci++)
                 if (scans[f].cases[g].status == ATTEST_OK &&
-                    r.cands[ci]->kernel == scans[f].cases[g].kernel)
+                    r.cands[ci]->kernel == scans[f].cases[g].kernel) {
                     planned += a.against == AGAINST_BOTH && scans[f].cases[g].found ? 2 : 1;
+                    planned += r.base && r.base->kernel == r.cands[ci]->kernel; /* pair row */
+                }
     }
     r.load_s += attest_monotonic_seconds() - start;
     for (size_t ci = 0; ci < a.num_specs; ci++)
@@ -612,6 +695,7 @@ int attest_cmd_check(int argc, char **argv)
         else attest_junit_discard(r.junit);
     }
     for (size_t ci = 0; ci < a.num_specs; ci++) attest_runner_destroy(r.runners[ci]);
+    attest_runner_destroy(r.base_runner);
     for (size_t f = 0; scans && f < files.count; f++)
         attest_casefile_probe_result_free(&scans[f]);
     free(scans);
@@ -625,7 +709,7 @@ int attest_cmd_check(int argc, char **argv)
     print_summary(&r, seconds);
     attest_policy_free(r.policy);
     rc = ATTEST_EXIT_OK;
-    if (stop_requested || r.failing || r.unreadable ||
+    if (stop_requested || r.failing || r.unreadable || r.pairs_differ ||
         r.judged == r.verdicts[ATTEST_VERDICT_UNSUPPORTED]) /* a gate that checked nothing */
         rc = ATTEST_EXIT_FAILED;
     if (a.json) {

@@ -31,3 +31,7 @@ set_tests_properties(cli_baseline_bad_family PROPERTIES LABELS "cli" TIMEOUT 60)
 add_test(NAME cli_baseline_bad_same
   COMMAND sh -c "\"$0\" run --candidate cpu-indexer --baseline cpu-indexer --same nearly; test $? -eq 2" $<TARGET_FILE:attest>)
 set_tests_properties(cli_baseline_bad_same PROPERTIES LABELS "cli" TIMEOUT 60)
+# --baseline on check and campaign, pair rows in results files (tests/cli_baseline_files.sh).
+add_test(NAME cli_baseline_files COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_baseline_files.sh $<TARGET_FILE:attest>)
+set_tests_properties(cli_baseline_files PROPERTIES LABELS cli TIMEOUT 300
+  ENVIRONMENT "${_bl_env}" PASS_REGULAR_EXPRESSION "^PASS")
