@@ -11,9 +11,9 @@ include(CMakePackageConfigHelpers)
 # decoding; status.h), as a static library with position-independent code that a plugin links
 # into itself: the attest executable exports no symbols, so a plugin cannot borrow them from it.
 add_library(attest_codec STATIC
-  ${CMAKE_SOURCE_DIR}/harness/src/numerics.c
-  ${CMAKE_SOURCE_DIR}/harness/src/layout.c
-  ${CMAKE_SOURCE_DIR}/harness/src/status.c)
+  ${CMAKE_SOURCE_DIR}/harness/src/core/numerics.c
+  ${CMAKE_SOURCE_DIR}/harness/src/core/layout.c
+  ${CMAKE_SOURCE_DIR}/harness/src/core/status.c)
 set_target_properties(attest_codec PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME codec)
 target_include_directories(attest_codec PUBLIC
   $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/harness/include> $<INSTALL_INTERFACE:include>)

@@ -15,12 +15,16 @@
 #define ATTEST_FILES_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "attest/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* What kind of file a st_mode names, for messages ("a FIFO", "a directory", ...). */
+const char *attest_file_type_name(mode_t mode);
 
 /* ATTEST_OK when path names a regular file (symlinks followed); ATTEST_ERR_IO when it cannot be
  * found or is something else ("X: is a FIFO, not a regular file"). `what` names it in messages

@@ -1,9 +1,12 @@
 /* attest: the record of one judged case, as the runner produces it, the results store keeps it
- * (one table row) and reports print it. Plain data, fixed size, no pointers.
+ * (one table row) and reports print it: plain data, fixed size, no pointers. Also the outputs a
+ * judged case leaves behind (attest_case_outputs) and the poison they start as, which the runner
+ * writes and the results store keeps in repro files.
  */
 #ifndef ATTEST_RECORD_H
 #define ATTEST_RECORD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "attest/compare.h"
@@ -46,6 +49,24 @@ enum {
 /* The short name of integrity bit `bit` (0 = canary, 1 = input_modified, 2 = nondeterminism,
  * 3 = candidate_error), as results files, reports and JSON print it; NULL past the last. */
 const char *attest_integrity_name(unsigned bit);
+
+/* Output poison: every output element holds this before each run, so an element the candidate
+ * never wrote is caught by the comparator's unwritten gate. Signalling NaNs: no arithmetic
+ * produces them (any operation on a NaN returns a quiet one). */
+#define ATTEST_POISON_F32 0x7FA5A5A5u
+#define ATTEST_POISON_BF16 0x7FA5u
+#define ATTEST_POISON_BYTE 0xA5u /* outputs of other dtypes */
+
+/* What the runner keeps of a judged case when asked (for repro files and detailed replay). */
+typedef struct attest_case_outputs {
+    int32_t num_outputs;
+    double *reference[ATTEST_RECORD_MAX_OUTPUTS];  /* reference values, malloc'ed */
+    double *bound[ATTEST_RECORD_MAX_OUTPUTS];      /* their error bounds (NULL: policy has none) */
+    void *candidate[ATTEST_RECORD_MAX_OUTPUTS];    /* candidate bytes of the first run, malloc'ed */
+    size_t candidate_bytes[ATTEST_RECORD_MAX_OUTPUTS];
+} attest_case_outputs;
+
+void attest_case_outputs_free(attest_case_outputs *o);
 
 #ifdef __cplusplus
 }

@@ -28,7 +28,6 @@
 
 #include "attest/case.h"
 #include "attest/record.h"
-#include "attest/runner.h"
 #include "attest/status.h"
 #include "attest/verdict.h"
 

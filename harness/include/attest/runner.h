@@ -29,13 +29,6 @@
 extern "C" {
 #endif
 
-/* Output poison: every output element holds this before each run, so an element the candidate
- * never wrote is caught by the comparator's unwritten gate. Signalling NaNs: no arithmetic
- * produces them (any operation on a NaN returns a quiet one). */
-#define ATTEST_POISON_F32 0x7FA5A5A5u
-#define ATTEST_POISON_BF16 0x7FA5u
-#define ATTEST_POISON_BYTE 0xA5u /* outputs of other dtypes */
-
 /* Computes the simulated reference of every output tensor of a case into outputs[i] and, when
  * `bounds` is not NULL, each element's error bound under models[i] into bounds[i] (one model per
  * output, from the policy; attest_ref_simulated in references/ is the real one). The runner asks
@@ -68,17 +61,6 @@ typedef struct attest_runner attest_runner; /* opaque */
 attest_status attest_runner_create(const attest_candidate *candidate,
                                    const attest_runner_options *options, attest_runner **out)
     ATTEST_MUST_CHECK;
-
-/* What the runner keeps of a judged case when asked (for repro files and detailed replay). */
-typedef struct attest_case_outputs {
-    int32_t num_outputs;
-    double *reference[ATTEST_RECORD_MAX_OUTPUTS];  /* reference values, malloc'ed */
-    double *bound[ATTEST_RECORD_MAX_OUTPUTS];      /* their error bounds (NULL: policy has none) */
-    void *candidate[ATTEST_RECORD_MAX_OUTPUTS];    /* candidate bytes of the first run, malloc'ed */
-    size_t candidate_bytes[ATTEST_RECORD_MAX_OUTPUTS];
-} attest_case_outputs;
-
-void attest_case_outputs_free(attest_case_outputs *o);
 
 /* Judges one case (placed anywhere; the runner copies it) and fills the record. `keep` (may be
  * NULL) receives the reference and candidate outputs. Returns an error only when the harness

@@ -96,17 +96,6 @@ unsigned long attest_runner_worker_starts(const attest_runner *r)
 
 const char *attest_runner_device(const attest_runner *r) { return r ? r->device : ""; }
 
-void attest_case_outputs_free(attest_case_outputs *o)
-{
-    if (o == NULL) return;
-    for (int i = 0; i < ATTEST_RECORD_MAX_OUTPUTS; i++) {
-        free(o->reference[i]);
-        free(o->bound[i]);
-        free(o->candidate[i]);
-    }
-    memset(o, 0, sizeof *o);
-}
-
 static attest_status grow(void **p, size_t *cap, size_t bytes)
 {
     if (bytes <= *cap && *p) return ATTEST_OK;

@@ -1,5 +1,5 @@
 /* Shared pieces of the case generator: random streams, lengths, position-encoding cache values
- * and edge bytes. Internal to harness/src/gen_*.c and generator.c. */
+ * and edge bytes. Internal to the gen module (harness/src/gen/). */
 #ifndef ATTEST_GEN_INTERNAL_H
 #define ATTEST_GEN_INTERNAL_H
 

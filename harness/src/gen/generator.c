@@ -89,39 +89,6 @@ static attest_status check_options(const attest_gen_options *o)
     return ATTEST_OK;
 }
 
-attest_status gen_info_alloc(attest_gen_info *info, attest_kernel kernel, int32_t b,
-                             int32_t pages_per_req, int32_t extra_pages_per_req)
-{
-    memset(info, 0, sizeof *info);
-    info->kernel = kernel;
-    info->b = b;
-    info->pages_per_req = pages_per_req;
-    info->lens = gen_calloc((size_t)b, sizeof(int32_t), "info lengths");
-    info->page_table = gen_calloc((size_t)b * pages_per_req, sizeof(int32_t), "info page table");
-    if (extra_pages_per_req >= 0) {
-        info->extra_pages_per_req = extra_pages_per_req;
-        info->extra_lens = gen_calloc((size_t)b, sizeof(int32_t), "info extra lengths");
-        info->extra_page_table =
-            gen_calloc((size_t)b * extra_pages_per_req, sizeof(int32_t), "info extra table");
-    }
-    if (!info->lens || !info->page_table ||
-        (extra_pages_per_req >= 0 && (!info->extra_lens || !info->extra_page_table))) {
-        attest_gen_info_free(info);
-        return ATTEST_ERR_OUT_OF_MEMORY;
-    }
-    return ATTEST_OK;
-}
-
-void attest_gen_info_free(attest_gen_info *info)
-{
-    if (info == NULL) return;
-    free(info->lens);
-    free(info->page_table);
-    free(info->extra_lens);
-    free(info->extra_page_table);
-    memset(info, 0, sizeof *info);
-}
-
 attest_status attest_generate_case_info(const attest_gen_options *opt, uint64_t seed,
                                         attest_case *out, attest_gen_info *info)
 {

@@ -1,4 +1,5 @@
-/* The input and output file policy of every verb (files.h). */
+/* The output file policy of every verb (files.h): it needs the results probe, so it lives in
+ * store/; the input check, which the judge's policy loader needs too, is core/files_input.c. */
 #include "attest/files.h"
 
 #include <errno.h>
@@ -12,30 +13,6 @@
 #include <unistd.h>
 
 #include "attest/results.h"
-
-static const char *kind_of(mode_t m)
-{
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    if (S_ISLNK(m)) return "a symbolic link";
-    return "not a regular file";
-}
-
-attest_status attest_file_check_regular(const char *path, const char *what)
-{
-    ATTEST_RETURN_IF(!path || !path[0], ATTEST_ERR_INVALID_ARGUMENT, "%s%san empty path",
-                     what ? what : "", what ? ": " : "");
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return attest_fail(ATTEST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode))
-        return attest_fail(ATTEST_ERR_IO, "%s: is %s; attest reads %s from regular files only",
-                           path, kind_of(sb.st_mode), what ? what : "input");
-    return ATTEST_OK;
-}
 
 /* Whether the file starts with the HDF5 signature (at offset 0, where attest writes it). */
 static int has_hdf5_signature(const char *path)
@@ -66,7 +43,7 @@ attest_status attest_output_check(const char *path, attest_output_kind kind, int
     if (present && !S_ISREG(sb.st_mode))
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
                            "%s: is %s; attest writes only regular files and replaces nothing else",
-                           path, kind_of(sb.st_mode));
+                           path, attest_file_type_name(sb.st_mode));
     if (present) {
         for (size_t i = 0; i < num_inputs; i++) {
             struct stat in;

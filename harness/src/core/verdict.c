@@ -1,7 +1,5 @@
 #include "attest/verdict.h"
 
-#include "attest/record.h"
-
 static const char *const verdict_names[ATTEST_VERDICT_COUNT_] = {
     [ATTEST_VERDICT_OK] = "OK",
     [ATTEST_VERDICT_MISMATCH] = "MISMATCH",
@@ -25,12 +23,4 @@ const char *attest_verdict_name(attest_verdict v)
 int attest_verdict_is_failure(attest_verdict v)
 {
     return v != ATTEST_VERDICT_OK && v != ATTEST_VERDICT_UNSUPPORTED;
-}
-
-static const char *const integrity_names[ATTEST_INTEGRITY_COUNT_] = {
-    "canary", "input_modified", "nondeterminism", "candidate_error", "sanitizer", "graph"};
-
-const char *attest_integrity_name(unsigned bit)
-{
-    return bit < ATTEST_INTEGRITY_COUNT_ ? integrity_names[bit] : NULL;
 }

@@ -11,7 +11,6 @@
 
 #include "attest/case.h"
 #include "attest/record.h"
-#include "attest/runner.h"
 #include "attest/results.h"
 #include "attest/status.h"
 
