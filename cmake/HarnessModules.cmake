@@ -16,9 +16,17 @@ set(ATTEST_MODULES core gen judge store run)
 set(ATTEST_HEADERS_core status numerics rng layout case candidate conventions clock shell verdict
   files topk)
 set(ATTEST_HEADERS_gen generator minimize)
-set(ATTEST_HEADERS_judge compare bound policy record)
+set(ATTEST_HEADERS_judge compare bound policy record judge)
 set(ATTEST_HEADERS_store casefile casefile_h5 results)
 set(ATTEST_HEADERS_run runner device external bench)
+
+# Every source lives in a module folder: one left at the top (a rebase from before the split)
+# would silently drop out of the library.
+file(GLOB _attest_loose RELATIVE ${CMAKE_SOURCE_DIR} CONFIGURE_DEPENDS
+  ${CMAKE_SOURCE_DIR}/harness/src/*.c ${CMAKE_SOURCE_DIR}/harness/src/*.h)
+if(_attest_loose)
+  message(FATAL_ERROR "${_attest_loose}: move into a module folder of harness/src/ (docs/architecture.md)")
+endif()
 
 # Every public header has an owner: a new header must be placed before it can be included.
 file(GLOB _attest_public_headers RELATIVE ${CMAKE_SOURCE_DIR}/harness/include/attest

@@ -32,7 +32,7 @@ ALLOWED = {
 PUBLIC = {
     "core": "status numerics rng layout case candidate conventions clock shell verdict files topk",
     "gen": "generator minimize",
-    "judge": "compare bound policy record",
+    "judge": "compare bound policy record judge",
     "store": "casefile casefile_h5 results",
     "run": "runner device external bench",
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attest/runner.h"
+#include "attest/record.h"
 #include "compare_indexer.h"
 
 struct attest_judge_scratch {
