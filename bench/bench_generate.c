@@ -1,4 +1,4 @@
-/* bench_generate: what case generation costs (issue 10).
+/* bench_generate: what case generation costs.
  *
  *   bench_generate [--cases N] [--seed S] [--encoders-only]
  *

@@ -1,4 +1,4 @@
-/* bench_references: times the CPU references on production shapes (issue 3).
+/* bench_references: times the CPU references on production shapes.
  *
  *   bench_references [--reps N] [--quick]
  *

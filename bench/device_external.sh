@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The H200 run of issue 9 (docs/device-runs.md): the Triton and PyTorch indexers through the
+# The H200 run of external candidates (docs/device-runs.md): the Triton and PyTorch indexers through the
 # bridge, their broken variants, and the bridge's per-case cost on that host.
 # Usage: bash bench/device_external.sh ATTEST_BINARY PYTHON_DIR OUT_DIR
 # (PYTHON_DIR holds attest_candidate/ and examples/; every step's output goes to OUT_DIR/log).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Time to first finding of `attest fuzz` on every shipped host mutant, and cases/s of the
-# correct candidates (issue 10).
+# correct candidates.
 #
 #   bash bench/fuzz_ttff.sh [ATTEST] [SEEDS] [JOBS]
 #

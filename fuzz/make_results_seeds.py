@@ -7,7 +7,7 @@ sibling's length as 4 little-endian bytes).
 
 Uses BUILD_DIR/tests/results_writer (synthetic rows) and h5py for the crafted files. Seeds:
 a closed file (chunked, compressed table) and a writer that never closed (rows in .rows).
-bad-*: one finding of issue 15 each: a .rows shorter than the table, emptied; a table without
+bad-*: one reliability finding each: a .rows shorter than the table, emptied; a table without
 its verdict field; rows declared in /etc/passwd; 2^21 rows declared in chunks that are absent;
 10^9 rows declared in a 2-row .rows; a zeroed row. Each must be refused with an error.
 """

@@ -1,4 +1,4 @@
-# Registrations of the case-file module (issue 3, "Case files") beyond the auto-registered
+# Registrations of the case-file module beyond the auto-registered
 # test_casefile: the h5py-only check, which runs docs/examples/write_case.py and then
 # `attest reference` on its output and on deliberately broken files.
 attest_add_python_test(test_casefile_h5py py/test_casefile_h5py.py LABELS unit)

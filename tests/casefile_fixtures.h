@@ -20,6 +20,7 @@
 #include "attest/case.h"
 #include "attest/casefile.h"
 #include "attest/casefile_h5.h"
+#include "assert_ok.h"
 
 static char g_tmp[256];
 
@@ -69,14 +70,14 @@ static inline void make_mla_v4(attest_case *c)
         .has_topk_length = 1, .has_sink = 1, .lse_convention = ATTEST_LSE_INCLUDES_SINK,
         .has_extra = 1, .extra_page_size = 64, .extra_num_pages = 2, .extra_topk = 5,
         .has_extra_topk_length = 1};
-    assert_int_equal(attest_case_define_tensors(c, 1), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(c, 1));
+    assert_ok(attest_case_alloc_heap(c));
     for (size_t i = 0; i < c->num_tensors; i++) fill_bytes(&c->tensors[i], (uint32_t)i);
     fill_indices(attest_case_tensor(c, "indices"), 5 * 2, 1);
     fill_indices(attest_case_tensor(c, "extra_indices"), 2 * 64, 2);
     fill_lengths(attest_case_tensor(c, "topk_length"), 6);
     fill_lengths(attest_case_tensor(c, "extra_topk_length"), 5);
-    assert_int_equal(attest_case_check_inputs(c), ATTEST_OK);
+    assert_ok(attest_case_check_inputs(c));
 }
 
 /* An mla-v32 case with nothing optional and a padded page stride. */
@@ -88,8 +89,8 @@ static inline void make_mla_v32(attest_case *c)
     c->params.mla = (attest_mla_params){
         .layout = ATTEST_LAYOUT_MLA_V32, .page_size = 61, .page_stride = 62 * 656, .num_pages = 3,
         .b = 1, .s_q = 1, .h_q = 2, .d_qk = 576, .d_v = 512, .topk = 9, .sm_scale = 0.125f};
-    assert_int_equal(attest_case_define_tensors(c, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(c, 0));
+    assert_ok(attest_case_alloc_heap(c));
     for (size_t i = 0; i < c->num_tensors; i++) fill_bytes(&c->tensors[i], 100 + (uint32_t)i);
     fill_indices(attest_case_tensor(c, "indices"), 3 * 61, 3);
 }
@@ -104,8 +105,8 @@ static inline void make_indexer(attest_case *c)
         .b = 2, .next_n = 2, .heads = 4, .head_dim = 128, .num_blocks = 5, .blocks_per_req = 3,
         .max_len = 150, .masking = ATTEST_MASK_ZERO, .topk = 8,
         .topk_rule = ATTEST_TOPK_SHORT_IDENTITY};
-    assert_int_equal(attest_case_define_tensors(c, 1), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(c, 1));
+    assert_ok(attest_case_alloc_heap(c));
     for (size_t i = 0; i < c->num_tensors; i++) fill_bytes(&c->tensors[i], 200 + (uint32_t)i);
     int32_t *bt = attest_case_tensor(c, "block_table")->data;
     const int32_t table[6] = {4, 0, 2, 1, 3, -1};
@@ -113,7 +114,7 @@ static inline void make_indexer(attest_case *c)
     int32_t *lens = attest_case_tensor(c, "context_lens")->data;
     lens[0] = 150;
     lens[1] = 70;
-    assert_int_equal(attest_case_check_inputs(c), ATTEST_OK);
+    assert_ok(attest_case_check_inputs(c));
 }
 
 

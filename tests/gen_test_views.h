@@ -13,6 +13,7 @@
 #include "attest/generator.h"
 #include "attest/layout.h"
 #include "attest/numerics.h"
+#include "assert_ok.h"
 
 static inline void generate(const attest_gen_options *o, uint64_t seed, attest_case *c,
                      attest_gen_info *info)
@@ -39,8 +40,8 @@ static inline void assert_cases_identical(attest_case *a, attest_case *b)
         assert_memory_equal(a->tensors[i].data, b->tensors[i].data, a->tensors[i].nbytes);
     }
     char pa[1024], pb[1024];
-    assert_int_equal(attest_case_param_string(a, pa, sizeof pa), ATTEST_OK);
-    assert_int_equal(attest_case_param_string(b, pb, sizeof pb), ATTEST_OK);
+    assert_ok(attest_case_param_string(a, pa, sizeof pa));
+    assert_ok(attest_case_param_string(b, pb, sizeof pb));
     assert_string_equal(pa, pb);
 }
 
@@ -67,7 +68,7 @@ static inline pool_view mla_pool(attest_case *c, int extra, const attest_gen_inf
     memset(&v, 0, sizeof v);
     int32_t P = extra ? p->extra_page_size : p->page_size;
     int64_t stride = extra ? p->extra_page_stride : p->page_stride;
-    assert_int_equal(attest_layout_make(p->layout, (uint32_t)P, (uint64_t)stride, &v.L), ATTEST_OK);
+    assert_ok(attest_layout_make(p->layout, (uint32_t)P, (uint64_t)stride, &v.L));
     v.bytes = data(c, extra ? "extra_cache_bytes" : "cache_bytes");
     v.num_pages = extra ? p->extra_num_pages : p->num_pages;
     v.written = calloc((size_t)v.num_pages * P, 1);
@@ -113,7 +114,7 @@ static inline pool_view indexer_pool(attest_case *c)
     const attest_indexer_params *p = &c->params.indexer;
     pool_view v;
     memset(&v, 0, sizeof v);
-    assert_int_equal(attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, 64, 0, &v.L), ATTEST_OK);
+    assert_ok(attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, 64, 0, &v.L));
     v.bytes = data(c, "cache_bytes");
     v.num_pages = p->num_blocks;
     v.written = calloc((size_t)v.num_pages * 64, 1);
@@ -170,14 +171,14 @@ static inline void check_poison(const pool_view *v)
     assert_int_equal(attest_layout_regions(&v->L, NULL, 0, &nreg), ATTEST_ERR_INVALID_ARGUMENT);
     attest_layout_region *reg = calloc(nreg, sizeof *reg);
     assert_non_null(reg);
-    assert_int_equal(attest_layout_regions(&v->L, reg, nreg, &nreg), ATTEST_OK);
+    assert_ok(attest_layout_regions(&v->L, reg, nreg, &nreg));
     for (int32_t pg = 0; pg < v->num_pages; pg++) {
         const uint8_t *page = v->bytes + (size_t)pg * stride;
         memcpy(expect, ff, stride);
         for (uint32_t t = 0; t < P; t++) {
             if (!v->written[(size_t)pg * P + t]) continue;
             attest_token_offsets o;
-            assert_int_equal(attest_layout_token_offsets(&v->L, t, &o), ATTEST_OK);
+            assert_ok(attest_layout_token_offsets(&v->L, t, &o));
             memcpy(expect + o.fp8, page + o.fp8, v->L.fp8_dim);
             if (v->L.rope_dim) memcpy(expect + o.rope, page + o.rope, 2u * v->L.rope_dim);
             for (uint32_t i = 0; i < v->L.num_scales; i++)
@@ -205,7 +206,7 @@ static inline void fp8_histogram(const pool_view *v, long hist[256])
     for (size_t s = 0; s < (size_t)v->num_pages * P; s++) {
         if (!v->written[s]) continue;
         attest_token_offsets o;
-        assert_int_equal(attest_layout_token_offsets(&v->L, (uint32_t)(s % P), &o), ATTEST_OK);
+        assert_ok(attest_layout_token_offsets(&v->L, (uint32_t)(s % P), &o));
         const uint8_t *page = v->bytes + (s / P) * v->L.page_stride;
         for (uint32_t d = 0; d < v->L.fp8_dim; d++) hist[page[o.fp8 + d]]++;
     }

@@ -15,6 +15,7 @@
 #include "attest/case.h"
 #include "attest/registry.h"
 #include "attest/runner.h"
+#include "assert_ok.h"
 
 /* Random numbers ---------------------------------------------------------------------------- */
 
@@ -126,8 +127,8 @@ static void tk_build_indexer(attest_case *c, const tk_indexer_spec *s)
     p->blocks_per_req = s->blocks_per_req;
     p->max_len = s->max_len;
     p->masking = ATTEST_MASK_NEG_INF;
-    assert_int_equal(attest_case_define_tensors(c, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(c, 0));
+    assert_ok(attest_case_alloc_heap(c));
 
     tk_rng r = {s->seed};
     uint8_t *cache = tk_data(c, "cache_bytes");
@@ -328,8 +329,8 @@ static void tk_build_mla(attest_case *c, const tk_mla_spec *s)
         p->extra_topk = s->extra.topk;
         p->has_extra_topk_length = s->extra.topk_length != NULL;
     }
-    assert_int_equal(attest_case_define_tensors(c, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(c, 0));
+    assert_ok(attest_case_alloc_heap(c));
 
     tk_rng r = {s->seed};
     const int32_t nq = s->b * s->s_q;
@@ -456,7 +457,7 @@ static size_t tk_indexer_case_mismatches(const char *name, const tk_indexer_spec
     attest_case c;
     tk_build_indexer(&c, s);
     attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
+    assert_ok(attest_case_args(&c, &args));
     tk_poison_f32(args.u.indexer.logits, (size_t)s->b * s->next_n * s->max_len);
     double *e = tk_expect_indexer(&c, s);
     assert_int_equal(tk_run(tk_builtin(name), &args), 0);
@@ -472,7 +473,7 @@ static size_t tk_mla_case_mismatches(const char *name, const tk_mla_spec *s)
     attest_case c;
     tk_build_mla(&c, s);
     attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
+    assert_ok(attest_case_args(&c, &args));
     const size_t heads = (size_t)s->b * s->s_q * s->h_q;
     for (size_t i = 0; i < heads * 512; i++) args.u.mla.out[i] = ATTEST_POISON_BF16;
     tk_poison_f32(args.u.mla.lse, heads);

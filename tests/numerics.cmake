@@ -1,4 +1,4 @@
-# Registrations of the numerics and layout modules (issue 2) beyond the auto-registered
+# Registrations of the numerics and layout modules beyond the auto-registered
 # test_numerics / test_layout: the ml_dtypes cross-check, which runs the numerics_dump helper
 # (an executable, not a test), and the `attest layout describe` CLI checks.
 add_executable(numerics_dump numerics_dump.c)

@@ -1,4 +1,4 @@
-# Registrations of the references module (issue 3): the upstream-oracle check (label `oracle`
+# Registrations of the references module: the upstream-oracle check (label `oracle`
 # too, so it can be run alone) and the independent numpy cross-check through the CLI.
 list(APPEND ATTEST_CUSTOM_TESTS test_oracles)
 attest_add_cmocka_test(test_oracles test_oracles.c LABELS "oracle;fixtures")

@@ -1,4 +1,4 @@
-# Reliability (issue 15): hostile plugins (candidates that attack the harness while they run,
+# Reliability: hostile plugins (candidates that attack the harness while they run,
 # libraries that attack it while they load) and the end-to-end checks of test_reliability.py.
 add_library(attest_hostile_plugin MODULE hostile_plugin.c)
 target_include_directories(attest_hostile_plugin PRIVATE ${CMAKE_SOURCE_DIR}/harness/include)

@@ -1,4 +1,4 @@
-# Registrations of the results store and reports (issue 5) beyond the auto-registered
+# Registrations of the results store and reports beyond the auto-registered
 # test_results and test_report: the writer driver (an executable, not a test), the SIGKILL test,
 # and the h5py / h5dump check of a results file.
 add_executable(results_writer results_writer.c)

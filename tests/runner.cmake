@@ -1,4 +1,4 @@
-# Registrations of the runner module (issue 4): test_plugin loads a fixture plugin built here.
+# Registrations of the runner module: test_plugin loads a fixture plugin built here.
 # test_runner.c and test_runner_device.c are plain auto-registered unit tests.
 
 # A plugin with one usable candidate and one built for another ABI version (MODULE: dlopen only).

@@ -9,6 +9,7 @@
 
 #include "attest/runner.h"
 #include "runner_toys.h"
+#include "assert_ok.h"
 
 #define CANDIDATE(var, nm, kern, ...)                                                              \
     static const attest_candidate var = {.abi_version = ATTEST_CANDIDATE_ABI_VERSION,              \
@@ -53,7 +54,7 @@ static inline attest_case_record judge_indexer(attest_runner *r, float w, int32_
     attest_case c;
     toy_indexer_case(&c, 2, 64, 40, w, topk, 1);
     attest_case_record rec;
-    assert_int_equal(attest_runner_judge(r, &c, &rec, NULL), ATTEST_OK);
+    assert_ok(attest_runner_judge(r, &c, &rec, NULL));
     attest_case_free(&c);
     return rec;
 }

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "assert_ok.h"
 #include <hdf5.h>
 
 #include "attest/bench.h"
@@ -20,7 +22,7 @@ static void test_parse_shape(void **state)
 {
     (void)state;
     attest_bench_shape s;
-    assert_int_equal(attest_bench_parse_shape("next_n=2,len=100,b=3", &s), ATTEST_OK);
+    assert_ok(attest_bench_parse_shape("next_n=2,len=100,b=3", &s));
     assert_int_equal(s.b, 3);
     assert_int_equal(s.len, 100);
     assert_int_equal(s.max_len, 100);
@@ -29,8 +31,7 @@ static void test_parse_shape(void **state)
     char buf[96];
     attest_bench_shape_string(&s, buf, sizeof buf);
     assert_string_equal(buf, "b=3,len=100,max_len=100,heads=64,next_n=2");
-    assert_int_equal(attest_bench_parse_shape("b=1,len=8192,max_len=262144,heads=128", &s),
-                     ATTEST_OK);
+    assert_ok(attest_bench_parse_shape("b=1,len=8192,max_len=262144,heads=128", &s));
     assert_int_equal(s.max_len, 262144);
     assert_int_equal(s.heads, 128);
 }
@@ -62,11 +63,10 @@ static void test_bench_case(void **state)
 {
     (void)state;
     attest_bench_shape s;
-    assert_int_equal(attest_bench_parse_shape("b=3,len=130,max_len=300,heads=8,next_n=2", &s),
-                     ATTEST_OK);
+    assert_ok(attest_bench_parse_shape("b=3,len=130,max_len=300,heads=8,next_n=2", &s));
     attest_case c;
-    assert_int_equal(attest_bench_case(&s, 7, &c), ATTEST_OK);
-    assert_int_equal(attest_case_check_inputs(&c), ATTEST_OK);
+    assert_ok(attest_bench_case(&s, 7, &c));
+    assert_ok(attest_case_check_inputs(&c));
     const attest_indexer_params *p = &c.params.indexer;
     assert_int_equal(p->num_blocks, 9); /* 3 requests x 3 pages */
     assert_int_equal(p->blocks_per_req, 5);
@@ -105,10 +105,9 @@ static void test_bench_bytes(void **state)
 {
     (void)state;
     attest_bench_shape s;
-    assert_int_equal(attest_bench_parse_shape("b=3,len=130,max_len=300,heads=8,next_n=2", &s),
-                     ATTEST_OK);
+    assert_ok(attest_bench_parse_shape("b=3,len=130,max_len=300,heads=8,next_n=2", &s));
     attest_case c;
-    assert_int_equal(attest_bench_case(&s, 1, &c), ATTEST_OK);
+    assert_ok(attest_bench_case(&s, 1, &c));
     double rd, wr;
     attest_bench_bytes(&c, &rd, &wr);
     assert_true(rd == 3.0 * (3 * 8452 + 4) + 6.0 * 8 * 132);
@@ -124,15 +123,15 @@ static void test_bench_host_and_file(void **state)
     const attest_candidate *cand = attest_builtin_find("cpu-indexer");
     assert_non_null(cand);
     attest_bench_shape s;
-    assert_int_equal(attest_bench_parse_shape("b=1,len=200,heads=4", &s), ATTEST_OK);
+    assert_ok(attest_bench_parse_shape("b=1,len=200,heads=4", &s));
     attest_case c;
-    assert_int_equal(attest_bench_case(&s, 1, &c), ATTEST_OK);
+    assert_ok(attest_bench_case(&s, 1, &c));
     attest_bench_options o = attest_bench_defaults();
     o.iters = 5;
     o.warmup = 1;
     attest_bench_row row;
     memset(&row, 0, sizeof row);
-    assert_int_equal(attest_bench_run(cand, &c, &o, &row.result), ATTEST_OK);
+    assert_ok(attest_bench_run(cand, &c, &o, &row.result));
     const attest_bench_result *r = &row.result;
     assert_int_equal(r->iters, 5);
     assert_int_equal(r->device_timed, 0);
@@ -152,7 +151,7 @@ static void test_bench_host_and_file(void **state)
     attest_bench_shape_string(&s, row.shape, sizeof row.shape);
     row.peak_gbps = o.peak_gbps;
     attest_bench_row rows[2] = {row, row};
-    assert_int_equal(attest_bench_write(path, rows, 2, "attest bench test"), ATTEST_OK);
+    assert_ok(attest_bench_write(path, rows, 2, "attest bench test"));
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(f >= 0);
     hid_t d = H5Dopen2(f, "bench", H5P_DEFAULT);

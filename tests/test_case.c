@@ -7,6 +7,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/candidate.h"
 #include "attest/case.h"
 
@@ -38,7 +40,7 @@ static void indexer_tensor_table(void **state)
 {
     (void)state;
     attest_case c = indexer_case();
-    assert_int_equal(attest_case_define_tensors(&c, 1), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(&c, 1));
     const char *names[] = {"cache_bytes", "block_table", "context_lens", "q_fp8",
                            "weights", "logits", "k_true", "q_true"};
     assert_int_equal(c.num_tensors, 8);
@@ -56,7 +58,7 @@ static void mla_tensor_table(void **state)
 {
     (void)state;
     attest_case c = mla_case();
-    assert_int_equal(attest_case_define_tensors(&c, 0), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(&c, 0));
     assert_int_equal(c.params.mla.page_stride, 37440);
     assert_non_null(attest_case_tensor(&c, "attn_sink"));
     assert_null(attest_case_tensor(&c, "topk_length"));
@@ -90,9 +92,9 @@ static void param_string_and_filter(void **state)
 {
     (void)state;
     attest_case c = mla_case();
-    assert_int_equal(attest_case_define_tensors(&c, 0), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(&c, 0));
     char s[512];
-    assert_int_equal(attest_case_param_string(&c, s, sizeof s), ATTEST_OK);
+    assert_ok(attest_case_param_string(&c, s, sizeof s));
     assert_non_null(strstr(s, "kernel=mla-decode,layout=mla-v4,P=64,stride=37440,pages=3,b=2"));
     assert_true(attest_param_string_matches(s, ""));
     assert_true(attest_param_string_matches(s, "b=2"));
@@ -111,11 +113,11 @@ static void check_inputs_finds_bad_indices(void **state)
 {
     (void)state;
     attest_case c = mla_case();
-    assert_int_equal(attest_case_define_tensors(&c, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(&c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(&c, 0));
+    assert_ok(attest_case_alloc_heap(&c));
     int32_t *idx = attest_case_tensor(&c, "indices")->data;
     for (int i = 0; i < 2 * 16; i++) idx[i] = i % 3 == 0 ? -1 : i;
-    assert_int_equal(attest_case_check_inputs(&c), ATTEST_OK);
+    assert_ok(attest_case_check_inputs(&c));
     idx[5] = 3 * 64; /* one past the last token of the pool */
     assert_int_equal(attest_case_check_inputs(&c), ATTEST_ERR_FORMAT);
     assert_non_null(strstr(attest_last_error(), "indices[5]"));
@@ -124,8 +126,8 @@ static void check_inputs_finds_bad_indices(void **state)
     attest_case_free(&c);
 
     c = indexer_case();
-    assert_int_equal(attest_case_define_tensors(&c, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(&c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(&c, 0));
+    assert_ok(attest_case_alloc_heap(&c));
     int32_t *lens = attest_case_tensor(&c, "context_lens")->data;
     int32_t *table = attest_case_tensor(&c, "block_table")->data;
     lens[0] = 65;
@@ -134,7 +136,7 @@ static void check_inputs_finds_bad_indices(void **state)
     table[1] = 0;
     table[2] = -1; /* request 1 has length 0: its row is never read */
     table[3] = 99;
-    assert_int_equal(attest_case_check_inputs(&c), ATTEST_OK);
+    assert_ok(attest_case_check_inputs(&c));
     table[1] = 5; /* request 0 needs two blocks; block 5 is outside the pool */
     assert_int_equal(attest_case_check_inputs(&c), ATTEST_ERR_FORMAT);
     assert_non_null(strstr(attest_last_error(), "block_table[0][1]"));
@@ -149,11 +151,11 @@ static void args_point_into_tensors(void **state)
 {
     (void)state;
     attest_case c = mla_case();
-    assert_int_equal(attest_case_define_tensors(&c, 0), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(&c, 0));
     attest_kernel_args args;
     assert_int_equal(attest_case_args(&c, &args), ATTEST_ERR_INVALID_ARGUMENT); /* not placed */
-    assert_int_equal(attest_case_alloc_heap(&c), ATTEST_OK);
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
+    assert_ok(attest_case_alloc_heap(&c));
+    assert_ok(attest_case_args(&c, &args));
     assert_ptr_equal(args.u.mla.cache, attest_case_tensor(&c, "cache_bytes")->data);
     assert_ptr_equal(args.u.mla.attn_sink, attest_case_tensor(&c, "attn_sink")->data);
     assert_null(args.u.mla.topk_length);

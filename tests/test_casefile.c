@@ -2,6 +2,7 @@
  * oracle groups loading as cases, stored outputs beside a case, cases inside a caller's open file
  * and tensor files. Malformed input is test_casefile_errors.c. */
 #include "casefile_fixtures.h"
+#include "assert_ok.h"
 
 /* Every parameter, every tensor's metadata and every input/truth byte equal. */
 static void assert_same_case(const attest_case *a, const attest_case *b)
@@ -9,8 +10,8 @@ static void assert_same_case(const attest_case *a, const attest_case *b)
     assert_int_equal(a->kernel, b->kernel);
     assert_true(a->seed == b->seed);
     char pa[1024], pb[1024];
-    assert_int_equal(attest_case_param_string(a, pa, sizeof pa), ATTEST_OK);
-    assert_int_equal(attest_case_param_string(b, pb, sizeof pb), ATTEST_OK);
+    assert_ok(attest_case_param_string(a, pa, sizeof pa));
+    assert_ok(attest_case_param_string(b, pb, sizeof pb));
     assert_string_equal(pa, pb);
     assert_memory_equal(&a->params, &b->params, sizeof a->params);
     assert_int_equal(a->num_tensors, b->num_tensors);
@@ -30,7 +31,7 @@ static void assert_same_case(const attest_case *a, const attest_case *b)
 static void round_trip(attest_case *c, const char *file, const char *group)
 {
     const char *path = tmp_path(file);
-    assert_int_equal(attest_casefile_save(path, group, c, NULL), ATTEST_OK);
+    assert_ok(attest_casefile_save(path, group, c, NULL));
     attest_case back;
     attest_status st = attest_casefile_load(path, group, &back);
     if (st != ATTEST_OK) fail_msg("load: %s", attest_last_error());
@@ -79,7 +80,7 @@ static void round_trip_groups(void **state)
     /* A group is never overwritten. */
     assert_int_equal(attest_casefile_save(path, "a_indexer", &b, NULL), ATTEST_ERR_INVALID_ARGUMENT);
     seen s = {0};
-    assert_int_equal(attest_casefile_list_groups(path, record_group, &s), ATTEST_OK);
+    assert_ok(attest_casefile_list_groups(path, record_group, &s));
     assert_int_equal(s.count, 3);
     assert_string_equal(s.names[0], "a_indexer");
     assert_int_equal(s.kernels[0], ATTEST_KERNEL_INDEXER);
@@ -89,7 +90,7 @@ static void round_trip_groups(void **state)
     /* A root case lists as "/". */
     round_trip(&a, "root.h5", NULL);
     memset(&s, 0, sizeof s);
-    assert_int_equal(attest_casefile_list_groups(tmp_path("root.h5"), record_group, &s), ATTEST_OK);
+    assert_ok(attest_casefile_list_groups(tmp_path("root.h5"), record_group, &s));
     assert_int_equal(s.count, 1);
     assert_string_equal(s.names[0], "/");
     attest_case_free(&a);
@@ -137,29 +138,29 @@ static void stored_outputs_round_trip(void **state)
     if (st != ATTEST_OK) fail_msg("%s", attest_last_error());
 
     attest_stored_tensor s;
-    assert_int_equal(attest_casefile_load_output(path, NULL, "out_bf16", &s), ATTEST_OK);
+    assert_ok(attest_casefile_load_output(path, NULL, "out_bf16", &s));
     assert_int_equal(s.dtype, ATTEST_DTYPE_BF16);
     assert_int_equal(s.rank, 2);
     assert_int_equal(s.shape[1], 3);
     assert_memory_equal(s.data, out_bits, sizeof out_bits);
     double v[6];
-    assert_int_equal(attest_stored_tensor_to_f64(&s, v), ATTEST_OK);
+    assert_ok(attest_stored_tensor_to_f64(&s, v));
     assert_true(v[0] == 1.0 && v[1] == -1.0 && v[2] == INFINITY && v[3] == -INFINITY);
     assert_true(v[4] == 0x1p-133 && v[5] != v[5]);
     attest_stored_tensor_free(&s);
 
-    assert_int_equal(attest_casefile_load_output(path, "/", "lse", &s), ATTEST_OK);
+    assert_ok(attest_casefile_load_output(path, "/", "lse", &s));
     assert_int_equal(s.dtype, ATTEST_DTYPE_F32);
     assert_memory_equal(s.data, lse, sizeof lse);
     assert_true(attest_stored_tensor_matches(&s, attest_case_tensor(&c, "lse")) == 0); /* [3] vs [1,1,2] */
     attest_stored_tensor_free(&s);
 
-    assert_int_equal(attest_casefile_load_output(path, NULL, "topk512_set", &s), ATTEST_OK);
+    assert_ok(attest_casefile_load_output(path, NULL, "topk512_set", &s));
     assert_int_equal(s.dtype, ATTEST_DTYPE_I32);
     assert_memory_equal(s.data, set, sizeof set);
     attest_stored_tensor_free(&s);
 
-    assert_int_equal(attest_casefile_load_output(path, NULL, "candidate/out", &s), ATTEST_OK);
+    assert_ok(attest_casefile_load_output(path, NULL, "candidate/out", &s));
     assert_int_equal(s.dtype, ATTEST_DTYPE_F64);
     assert_memory_equal(s.data, ref, sizeof ref);
     attest_stored_tensor_free(&s);
@@ -168,7 +169,7 @@ static void stored_outputs_round_trip(void **state)
     assert_null(s.data);
     /* The case itself still loads, outputs and attributes beside it are ignored. */
     attest_case back;
-    assert_int_equal(attest_casefile_load(path, NULL, &back), ATTEST_OK);
+    assert_ok(attest_casefile_load(path, NULL, &back));
     assert_same_case(&c, &back);
     attest_case_free(&back);
 
@@ -289,14 +290,14 @@ static void case_inside_open_file(void **state)
     assert_true(fid >= 0);
     hid_t g = H5Gcreate2(fid, "repro_17", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     assert_true(g >= 0);
-    assert_int_equal(attest_casefile_write_at(g, "store.h5: repro_17", &c, NULL), ATTEST_OK);
+    assert_ok(attest_casefile_write_at(g, "store.h5: repro_17", &c, NULL));
     attest_case back;
-    assert_int_equal(attest_casefile_read_at(g, "store.h5: repro_17", &back), ATTEST_OK);
+    assert_ok(attest_casefile_read_at(g, "store.h5: repro_17", &back));
     assert_same_case(&c, &back);
     attest_case_free(&back);
     H5Gclose(g);
     H5Fclose(fid);
-    assert_int_equal(attest_casefile_load(tmp_path("store.h5"), "repro_17", &back), ATTEST_OK);
+    assert_ok(attest_casefile_load(tmp_path("store.h5"), "repro_17", &back));
     attest_case_free(&back);
     attest_case_free(&c);
 }
@@ -307,18 +308,18 @@ static void tensorfile_writes(void **state)
     (void)state;
     attest_tensorfile *tf;
     const char *path = tmp_path("tensors.h5");
-    assert_int_equal(attest_tensorfile_create(path, &tf), ATTEST_OK);
+    assert_ok(attest_tensorfile_create(path, &tf));
     double v[3] = {1, -INFINITY, 0.5};
     attest_casefile_output o = {"lse", ATTEST_DTYPE_F64, 1, {3, 0, 0, 0}, v};
-    assert_int_equal(attest_tensorfile_write(tf, "g1/true", &o), ATTEST_OK);
-    assert_int_equal(attest_tensorfile_write(tf, NULL, &o), ATTEST_OK);
+    assert_ok(attest_tensorfile_write(tf, "g1/true", &o));
+    assert_ok(attest_tensorfile_write(tf, NULL, &o));
     assert_int_equal(attest_tensorfile_write(tf, NULL, &o), ATTEST_ERR_INVALID_ARGUMENT);
-    assert_int_equal(attest_tensorfile_set_string(tf, "g1", "mode", "simulated"), ATTEST_OK);
-    assert_int_equal(attest_tensorfile_set_string(tf, "g1", "mode", "true"), ATTEST_OK);
-    assert_int_equal(attest_tensorfile_set_int(tf, NULL, "n", 3), ATTEST_OK);
-    assert_int_equal(attest_tensorfile_close(tf), ATTEST_OK);
+    assert_ok(attest_tensorfile_set_string(tf, "g1", "mode", "simulated"));
+    assert_ok(attest_tensorfile_set_string(tf, "g1", "mode", "true"));
+    assert_ok(attest_tensorfile_set_int(tf, NULL, "n", 3));
+    assert_ok(attest_tensorfile_close(tf));
     attest_stored_tensor s;
-    assert_int_equal(attest_casefile_load_output(path, "g1", "true/lse", &s), ATTEST_OK);
+    assert_ok(attest_casefile_load_output(path, "g1", "true/lse", &s));
     assert_memory_equal(s.data, v, sizeof v);
     attest_stored_tensor_free(&s);
 }

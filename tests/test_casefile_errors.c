@@ -2,6 +2,7 @@
  * malformed or inconsistent content, and random byte flips. Every failure must be an error whose
  * one-line message names the file and the field; nothing may crash. */
 #include "casefile_fixtures.h"
+#include "assert_ok.h"
 
 /* Counts the cases a listing reports. */
 static attest_status count_group(const char *group, attest_kernel kernel, void *user)
@@ -59,7 +60,7 @@ static void unreadable_files(void **state)
     attest_case c;
     make_mla_v4(&c);
     const char *good = tmp_path("good.h5");
-    assert_int_equal(attest_casefile_save(good, NULL, &c, NULL), ATTEST_OK);
+    assert_ok(attest_casefile_save(good, NULL, &c, NULL));
     attest_case_free(&c);
 
     attest_case l;
@@ -111,7 +112,7 @@ static void broken_case(const char *name, attest_kernel kernel, edit_fn edit, co
     attest_casefile_extras x;
     memset(&x, 0, sizeof x);
     x.no_compress = 1;
-    assert_int_equal(attest_casefile_save(path, NULL, &c, &x), ATTEST_OK);
+    assert_ok(attest_casefile_save(path, NULL, &c, &x));
     attest_case_free(&c);
     hid_t fid = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
     assert_true(fid >= 0);
@@ -256,7 +257,7 @@ static void corrupted_bytes_never_crash(void **state)
     attest_casefile_extras x;
     memset(&x, 0, sizeof x);
     x.no_compress = 1;
-    assert_int_equal(attest_casefile_save(good, NULL, &c, &x), ATTEST_OK);
+    assert_ok(attest_casefile_save(good, NULL, &c, &x));
     attest_case_free(&c);
     long size = file_size(good);
     unsigned char *bytes = malloc((size_t)size);
@@ -292,7 +293,7 @@ static void corrupted_bytes_never_crash(void **state)
         attest_case l;
         attest_status st = attest_casefile_load(bad, NULL, &l);
         if (st != ATTEST_OK) fail_msg("probe passed, load failed: %s", attest_last_error());
-        assert_int_equal(attest_case_check_inputs(&l), ATTEST_OK);
+        assert_ok(attest_case_check_inputs(&l));
         attest_case_free(&l);
         ok++;
     }

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/compare.h"
 
 /* A tolerance with every optional gate off; tests switch on what they check. */
@@ -53,8 +55,7 @@ static void test_cosine_and_nmse_by_hand(void **state)
     t.max_fail_fraction = 0;
     attest_tensor_metrics m;
     strcpy(m.output, "vec");
-    assert_int_equal(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 4, shape, 2, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 4, shape, 2, NULL, 0, &t, &m));
     assert_string_equal(m.output, "vec");
     assert_int_equal(m.count, 4);
     assert_int_equal(m.finite_pairs, 4);
@@ -73,13 +74,11 @@ static void test_cosine_and_nmse_by_hand(void **state)
 
     /* The cosine gate at its bound: 1/69 passes cos_diff_max = 1/69 + eps and fails just under. */
     t.cos_diff_max = 1.0 / 69 * (1 - 1e-12);
-    assert_int_equal(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 4, shape, 2, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 4, shape, 2, NULL, 0, &t, &m));
     assert_true(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_COSINE));
     assert_false(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_NMSE)); /* 1/30 <= 1/30 */
     t.nmse_max = 1.0 / 31;
-    assert_int_equal(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 4, shape, 2, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 4, shape, 2, NULL, 0, &t, &m));
     assert_true(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_NMSE));
 }
 
@@ -97,20 +96,17 @@ static void test_element_gate(void **state)
     t.max_fail_fraction = 0;
     attest_tensor_metrics m;
     memset(&m, 0, sizeof m);
-    assert_int_equal(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 3, NULL, 0, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 3, NULL, 0, NULL, 0, &t, &m));
     assert_int_equal(m.element_failures, 0);
     assert_int_equal(m.failed_gates, 0);
     t.rtol = 0.01; /* 1 > 0.01*4 and 1 > atol: element 0 fails, element 1 still passes */
-    assert_int_equal(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 3, NULL, 0, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 3, NULL, 0, NULL, 0, &t, &m));
     assert_int_equal(m.element_failures, 1);
     near(m.element_fail_fraction, 1.0 / 3);
     assert_true(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_ELEMENT));
     assert_int_equal(m.worst.index[0], 0); /* |diff| 1 at elements 0 and 1: the first is kept */
     t.max_fail_fraction = 0.34; /* one failure in three is allowed */
-    assert_int_equal(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 3, NULL, 0, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 3, NULL, 0, NULL, 0, &t, &m));
     assert_false(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_ELEMENT));
 }
 
@@ -127,13 +123,11 @@ static void test_atol_ref_scale(void **state)
     t.max_fail_fraction = 0;
     attest_tensor_metrics m;
     memset(&m, 0, sizeof m);
-    assert_int_equal(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0, &t, &m));
     assert_int_equal(m.element_failures, 1);
     near(m.atol_effective, 1e-6);
     t.atol_ref_scale = 1e-5;
-    assert_int_equal(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0, &t, &m));
     assert_int_equal(m.element_failures, 0);
     near(m.atol_effective, 0.01);
 }
@@ -150,8 +144,7 @@ static void test_nonfinite_gate(void **state)
     t.max_fail_fraction = 0;
     attest_tensor_metrics m;
     memset(&m, 0, sizeof m);
-    assert_int_equal(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 6, shape, 2, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 6, shape, 2, NULL, 0, &t, &m));
     assert_int_equal(m.ref_posinf, 1);
     assert_int_equal(m.ref_neginf, 2);
     assert_int_equal(m.ref_nan, 1);
@@ -168,8 +161,7 @@ static void test_nonfinite_gate(void **state)
 
     /* All matching: passes. */
     const float same[6] = {INFINITY, -INFINITY, NAN, 1, 2, -INFINITY};
-    assert_int_equal(attest_compare_tensor(r, same, ATTEST_DTYPE_F32, 6, shape, 2, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, same, ATTEST_DTYPE_F32, 6, shape, 2, NULL, 0, &t, &m));
     assert_int_equal(m.failed_gates, 0);
     assert_int_equal(m.nonfinite_mismatches, 0);
 }
@@ -186,18 +178,16 @@ static void test_mask(void **state)
     t.cos_diff_max = 0;
     attest_tensor_metrics m;
     memset(&m, 0, sizeof m);
-    assert_int_equal(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 4, NULL, 0, mask,
-                                           f32_bits(NAN), &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 4, NULL, 0, mask,
+                                    f32_bits(NAN), &t, &m));
     assert_int_equal(m.count, 1);
     assert_int_equal(m.unwritten, 0);
     assert_int_equal(m.cand_nan + m.ref_neginf, 0);
     assert_int_equal(m.failed_gates, 0);
     assert_int_equal(m.vacuous, 0);
     /* Unmasked, the same data fails three gates. */
-    assert_int_equal(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 4, NULL, 0, NULL, f32_bits(NAN),
-                                           &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, 4, NULL, 0, NULL, f32_bits(NAN),
+                                    &t, &m));
     assert_int_equal(m.failed_gates, ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE) |
                                          ATTEST_GATE_BIT(ATTEST_GATE_ELEMENT) |
                                          ATTEST_GATE_BIT(ATTEST_GATE_COSINE) |
@@ -232,9 +222,8 @@ static void test_code_distance_bf16(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         attest_tensor_metrics m;
         memset(&m, 0, sizeof m);
-        assert_int_equal(attest_compare_tensor(&cases[i].ref, &cases[i].cand, ATTEST_DTYPE_BF16, 1,
-                                               NULL, 0, NULL, 0, &t, &m),
-                         ATTEST_OK);
+        assert_ok(attest_compare_tensor(&cases[i].ref, &cases[i].cand, ATTEST_DTYPE_BF16, 1,
+                                        NULL, 0, NULL, 0, &t, &m));
         if (m.max_code_distance != cases[i].steps)
             fail_msg("case %zu: ref %.17g cand 0x%04x: %g steps, want %g", i, cases[i].ref,
                      cases[i].cand, m.max_code_distance, cases[i].steps);
@@ -245,17 +234,14 @@ static void test_code_distance_bf16(void **state)
     attest_tensor_metrics m;
     memset(&m, 0, sizeof m);
     t.max_code_distance = 1;
-    assert_int_equal(attest_compare_tensor(&r, &c, ATTEST_DTYPE_BF16, 1, NULL, 0, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(&r, &c, ATTEST_DTYPE_BF16, 1, NULL, 0, NULL, 0, &t, &m));
     assert_true(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_CODE));
     t.max_code_distance = 2;
-    assert_int_equal(attest_compare_tensor(&r, &c, ATTEST_DTYPE_BF16, 1, NULL, 0, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(&r, &c, ATTEST_DTYPE_BF16, 1, NULL, 0, NULL, 0, &t, &m));
     assert_false(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_CODE));
     t.max_code_distance = 0;
     t.atol = 0.01; /* |0.9921875 - 1| = 0.0078 <= atol */
-    assert_int_equal(attest_compare_tensor(&r, &c, ATTEST_DTYPE_BF16, 1, NULL, 0, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(&r, &c, ATTEST_DTYPE_BF16, 1, NULL, 0, NULL, 0, &t, &m));
     assert_true(m.max_code_distance == 0);
     assert_int_equal(m.failed_gates, 0);
 }
@@ -271,9 +257,8 @@ static void test_code_distance_f32(void **state)
     for (int i = 0; i < 4; ++i) {
         attest_tensor_metrics m;
         memset(&m, 0, sizeof m);
-        assert_int_equal(attest_compare_tensor(&refs[i], &bits[i], ATTEST_DTYPE_F32, 1, NULL, 0,
-                                               NULL, 0, &t, &m),
-                         ATTEST_OK);
+        assert_ok(attest_compare_tensor(&refs[i], &bits[i], ATTEST_DTYPE_F32, 1, NULL, 0,
+                                        NULL, 0, &t, &m));
         if (m.max_code_distance != want[i]) fail_msg("case %d: %g steps", i, m.max_code_distance);
     }
 }
@@ -287,21 +272,18 @@ static void test_unwritten(void **state)
     attest_tolerance t = loose();
     attest_tensor_metrics m;
     memset(&m, 0, sizeof m);
-    assert_int_equal(attest_compare_tensor(r, cb, ATTEST_DTYPE_BF16, 3, NULL, 0, NULL, 0xFFFF7FA5u,
-                                           &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, cb, ATTEST_DTYPE_BF16, 3, NULL, 0, NULL, 0xFFFF7FA5u,
+                                    &t, &m));
     assert_int_equal(m.unwritten, 1);
     assert_true(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_UNWRITTEN));
     assert_true(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE)); /* the poison is a NaN */
     const uint32_t cf[3] = {0x3F800000u, 0x40000000u, 0x7FA5A5A5u};
-    assert_int_equal(attest_compare_tensor(r, cf, ATTEST_DTYPE_F32, 3, NULL, 0, NULL, 0x7FA5A5A5u,
-                                           &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, cf, ATTEST_DTYPE_F32, 3, NULL, 0, NULL, 0x7FA5A5A5u,
+                                    &t, &m));
     assert_int_equal(m.unwritten, 1);
     /* A different NaN is not the poison. */
-    assert_int_equal(attest_compare_tensor(r, cf, ATTEST_DTYPE_F32, 3, NULL, 0, NULL, 0x7FC00000u,
-                                           &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(r, cf, ATTEST_DTYPE_F32, 3, NULL, 0, NULL, 0x7FC00000u,
+                                    &t, &m));
     assert_int_equal(m.unwritten, 0);
 }
 
@@ -316,34 +298,29 @@ static void test_vacuity(void **state)
     memset(&m, 0, sizeof m);
     const double small[2] = {0.005, -0.009};
     const float smallc[2] = {0.005f, -0.009f};
-    assert_int_equal(attest_compare_tensor(small, smallc, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0, &t,
-                                           &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(small, smallc, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0, &t,
+                                    &m));
     assert_int_equal(m.vacuous, 1);
     assert_int_equal(m.failed_gates, 0);
     const double big[2] = {0.005, -0.02};
     const float bigc[2] = {0.005f, -0.02f};
-    assert_int_equal(attest_compare_tensor(big, bigc, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(big, bigc, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0, &t, &m));
     assert_int_equal(m.vacuous, 0);
     const double masked[2] = {-INFINITY, -INFINITY};
     const float maskedc[2] = {-INFINITY, -INFINITY};
     t.vacuity_factor = 0;
-    assert_int_equal(attest_compare_tensor(masked, maskedc, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0,
-                                           &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(masked, maskedc, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0,
+                                    &t, &m));
     assert_int_equal(m.vacuous, 1);
     const uint8_t none[2] = {0, 0};
-    assert_int_equal(attest_compare_tensor(big, bigc, ATTEST_DTYPE_F32, 2, NULL, 0, none, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(big, bigc, ATTEST_DTYPE_F32, 2, NULL, 0, none, 0, &t, &m));
     assert_int_equal(m.vacuous, 1);
     assert_int_equal(m.count, 0);
     /* nmse when the reference is all zero: inf for a non-zero candidate; vacuous (0 < 0.01). */
     t.vacuity_factor = 10;
     const double zero[2] = {0, 0};
     const float one[2] = {0, 1};
-    assert_int_equal(attest_compare_tensor(zero, one, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0, &t, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor(zero, one, ATTEST_DTYPE_F32, 2, NULL, 0, NULL, 0, &t, &m));
     assert_true(isinf(m.nmse));
     near(m.cos_diff, 1.0); /* sum (c-r)^2 = 1 over sum r^2 + c^2 = 1 */
     assert_int_equal(m.vacuous, 1);
@@ -396,27 +373,27 @@ static void test_topk_ties(void **state)
     const int32_t ref[3] = {0, 1, 2};
     double recall = -1;
     const int32_t tie[3] = {1, 3, 0}; /* order does not matter; 3 ties the k-th score */
-    assert_int_equal(attest_compare_topk_row(s, 5, tie, ref, 3, 0, 0, &recall), ATTEST_OK);
+    assert_ok(attest_compare_topk_row(s, 5, tie, ref, 3, 0, 0, &recall));
     near(recall, 1);
     const int32_t low[3] = {0, 1, 4};
-    assert_int_equal(attest_compare_topk_row(s, 5, low, ref, 3, 0, 0, &recall), ATTEST_OK);
+    assert_ok(attest_compare_topk_row(s, 5, low, ref, 3, 0, 0, &recall));
     near(recall, 2.0 / 3);
 
     const double n[5] = {5, 4, 3, 2.99999, 1};
     const int32_t swap[3] = {0, 1, 3};
-    assert_int_equal(attest_compare_topk_row(n, 5, swap, ref, 3, 0, 0, &recall), ATTEST_OK);
+    assert_ok(attest_compare_topk_row(n, 5, swap, ref, 3, 0, 0, &recall));
     near(recall, 2.0 / 3);
-    assert_int_equal(attest_compare_topk_row(n, 5, swap, ref, 3, 1e-4, 0, &recall), ATTEST_OK);
+    assert_ok(attest_compare_topk_row(n, 5, swap, ref, 3, 1e-4, 0, &recall));
     near(recall, 1);
-    assert_int_equal(attest_compare_topk_row(n, 5, swap, ref, 3, 0, 1e-5, &recall), ATTEST_OK);
+    assert_ok(attest_compare_topk_row(n, 5, swap, ref, 3, 0, 1e-5, &recall));
     near(recall, 1); /* band 3e-5 */
-    assert_int_equal(attest_compare_topk_row(n, 5, swap, ref, 3, 0, 1e-6, &recall), ATTEST_OK);
+    assert_ok(attest_compare_topk_row(n, 5, swap, ref, 3, 0, 1e-6, &recall));
     near(recall, 2.0 / 3); /* band 3e-6 < 1e-5 gap */
 
     /* A clearly-top position swapped out for a tie is still a miss: 0 (score 10) is not a tie. */
     const double top[4] = {10, 5, 5, 5};
     const int32_t ref3[3] = {0, 1, 2}, cand3[3] = {1, 2, 3};
-    assert_int_equal(attest_compare_topk_row(top, 4, cand3, ref3, 3, 0.1, 0, &recall), ATTEST_OK);
+    assert_ok(attest_compare_topk_row(top, 4, cand3, ref3, 3, 0.1, 0, &recall));
     near(recall, 2.0 / 3);
 }
 
@@ -436,14 +413,14 @@ static void test_topk_malformed(void **state)
     assert_int_equal(attest_compare_topk_row(s, 5, neg, ref, 3, 0, 0, &recall),
                      ATTEST_ERR_INVALID_ARGUMENT);
     const int32_t ref_pad[3] = {0, 1, -1}, cand_pad[3] = {-1, 1, 0};
-    assert_int_equal(attest_compare_topk_row(s, 2, cand_pad, ref_pad, 3, 0, 0, &recall), ATTEST_OK);
+    assert_ok(attest_compare_topk_row(s, 2, cand_pad, ref_pad, 3, 0, 0, &recall));
     near(recall, 1);
     const int32_t empty[3] = {-1, -1, -1}, one[3] = {0, -1, -1};
-    assert_int_equal(attest_compare_topk_row(s, 5, empty, empty, 3, 0, 0, &recall), ATTEST_OK);
+    assert_ok(attest_compare_topk_row(s, 5, empty, empty, 3, 0, 0, &recall));
     near(recall, 1);
-    assert_int_equal(attest_compare_topk_row(s, 5, one, empty, 3, 0, 0, &recall), ATTEST_OK);
+    assert_ok(attest_compare_topk_row(s, 5, one, empty, 3, 0, 0, &recall));
     near(recall, 0);
-    assert_int_equal(attest_compare_topk_row(s, 5, empty, one, 3, 0, 0, &recall), ATTEST_OK);
+    assert_ok(attest_compare_topk_row(s, 5, empty, one, 3, 0, 0, &recall));
     near(recall, 0);
 }
 
@@ -460,9 +437,8 @@ static void test_topk_gate(void **state)
     t.topk_min_recall = 1;
     attest_tensor_metrics m;
     memset(&m, 0, sizeof m);
-    assert_int_equal(attest_compare_topk(&logits[0][0], 2, 4, lens, &cand[0][0], &ref[0][0], 3, &t,
-                                         &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_topk(&logits[0][0], 2, 4, lens, &cand[0][0], &ref[0][0], 3, &t,
+                                  &m));
     assert_int_equal(m.topk_checked, 1);
     near(m.topk_recall, 2.0 / 3);
     assert_int_equal(m.topk_worst_row, 0);
@@ -470,26 +446,23 @@ static void test_topk_gate(void **state)
 
     memset(&m, 0, sizeof m);
     m.atol_effective = 0.005; /* band 0.01 covers the 0.005 gap */
-    assert_int_equal(attest_compare_topk(&logits[0][0], 2, 4, lens, &cand[0][0], &ref[0][0], 3, &t,
-                                         &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_topk(&logits[0][0], 2, 4, lens, &cand[0][0], &ref[0][0], 3, &t,
+                                  &m));
     near(m.topk_recall, 1);
     assert_int_equal(m.failed_gates, 0);
 
     const int32_t bad[2][3] = {{0, 1, 2}, {0, 0, 1}};
     memset(&m, 0, sizeof m);
-    assert_int_equal(attest_compare_topk(&logits[0][0], 2, 4, lens, &bad[0][0], &ref[0][0], 3, &t,
-                                         &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_topk(&logits[0][0], 2, 4, lens, &bad[0][0], &ref[0][0], 3, &t,
+                                  &m));
     near(m.topk_recall, 0);
     assert_int_equal(m.topk_worst_row, 1);
     assert_true(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_TOPK));
 
     t.topk_min_recall = -1;
     memset(&m, 0, sizeof m);
-    assert_int_equal(attest_compare_topk(&logits[0][0], 2, 4, lens, &bad[0][0], &ref[0][0], 3, &t,
-                                         &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_topk(&logits[0][0], 2, 4, lens, &bad[0][0], &ref[0][0], 3, &t,
+                                  &m));
     assert_int_equal(m.topk_checked, 0);
     assert_int_equal(m.failed_gates, 0);
 }

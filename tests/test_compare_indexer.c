@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/case.h"
 #include "attest/compare.h"
 #include "attest/status.h"
@@ -33,8 +35,8 @@ static void make_case(attest_case *c, int32_t b, int32_t next_n, int32_t max_len
     p->masking = ATTEST_MASK_UNSPECIFIED;
     p->topk = topk;
     p->topk_rule = rule;
-    assert_int_equal(attest_case_define_tensors(c, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(c, 0));
+    assert_ok(attest_case_alloc_heap(c));
     attest_tensor *t = attest_case_tensor(c, "context_lens");
     assert_non_null(t);
     memcpy(t->data, lens, (size_t)b * sizeof *lens);
@@ -55,7 +57,7 @@ static void gate(const attest_case *c, const double *ref, const float *cand,
 {
     const attest_tolerance tol = exact_tol();
     memset(m, 0, sizeof *m); /* atol_effective 0: the band stays exact */
-    assert_int_equal(attest_indexer_topk_gate(c, ref, cand, &tol, m), ATTEST_OK);
+    assert_ok(attest_indexer_topk_gate(c, ref, cand, &tol, m));
     assert_int_equal(m->topk_checked, 1);
 }
 
@@ -72,7 +74,7 @@ static void test_valid_mask_causal_rule(void **state)
     make_case(&c, 3, 2, 6, lens, 2, ATTEST_TOPK_BY_SCORE);
     uint8_t mask[36];
     memset(mask, 0xAA, sizeof mask); /* every byte must be written */
-    assert_int_equal(attest_indexer_valid_mask(&c, mask), ATTEST_OK);
+    assert_ok(attest_indexer_valid_mask(&c, mask));
     assert_memory_equal(mask, expect, sizeof mask);
     attest_case_free(&c);
 }

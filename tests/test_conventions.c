@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/conventions.h"
 #include "attest/reference.h"
 
@@ -22,8 +24,8 @@ static void test_names(void **state)
         {"lonely_lse", "sink"},     {"minus_one", "skip"},       {"minus_one", "ends_list"}};
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         attest_conventions c = attest_conventions_default();
-        assert_int_equal(attest_convention_set(&c, pairs[i][0], pairs[i][1]), ATTEST_OK);
-        assert_int_equal(attest_conventions_validate(&c), ATTEST_OK);
+        assert_ok(attest_convention_set(&c, pairs[i][0], pairs[i][1]));
+        assert_ok(attest_conventions_validate(&c));
         char want[64], buf[200];
         snprintf(want, sizeof want, "%s=%s", pairs[i][0], pairs[i][1]);
         const attest_kernel k = !strcmp(pairs[i][0], "masking") || !strcmp(pairs[i][0], "relu_nan")
@@ -80,8 +82,8 @@ static void make_v32(attest_case *c, int with_sink)
                                         .page_stride = 4 * 656, .num_pages = 2, .b = 1, .s_q = 2,
                                         .h_q = 2, .d_qk = 576, .d_v = 512, .topk = 6,
                                         .sm_scale = 0.125f, .has_sink = with_sink};
-    assert_int_equal(attest_case_define_tensors(c, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(c, 0));
+    assert_ok(attest_case_alloc_heap(c));
     uint8_t *cache = attest_case_tensor(c, "cache_bytes")->data;
     for (int tok = 0; tok < 8; tok++) {
         uint8_t *rec = cache + (size_t)tok * 656; /* pages are back to back: stride 4 * 656 */
@@ -108,7 +110,7 @@ static void set_row(attest_case *c, int sq, const int32_t *idx)
 
 static void reference(const attest_case *c, double *out, double *lse)
 {
-    assert_int_equal(attest_ref_mla_decode(c, ATTEST_REF_SIMULATED, out, lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(c, ATTEST_REF_SIMULATED, out, lse));
 }
 
 static void test_lonely_lse(void **state)
@@ -175,8 +177,8 @@ static void test_relu_nan(void **state)
     c.params.indexer = (attest_indexer_params){.b = 1, .next_n = 1, .heads = 2, .head_dim = 128,
                                                .num_blocks = 1, .blocks_per_req = 1,
                                                .max_len = 64};
-    assert_int_equal(attest_case_define_tensors(&c, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(&c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(&c, 0));
+    assert_ok(attest_case_alloc_heap(&c));
     uint8_t *cache = attest_case_tensor(&c, "cache_bytes")->data;
     memset(cache, 0x38, 8192); /* every key element 1.0 */
     const float scale = 0.5f, w = 1.0f;
@@ -189,10 +191,10 @@ static void test_relu_nan(void **state)
     double zero[64], prop[64];
     c.params.indexer.relu_nan = ATTEST_RELU_NAN_TO_ZERO;
     double *outs[1] = {zero};
-    assert_int_equal(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs), ATTEST_OK);
+    assert_ok(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs));
     c.params.indexer.relu_nan = ATTEST_RELU_NAN_PROPAGATES;
     outs[0] = prop;
-    assert_int_equal(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs), ATTEST_OK);
+    assert_ok(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs));
     assert_true(zero[3] == 0.0);
     assert_true(isnan(prop[3]));
     for (int t = 0; t < 10; t++)

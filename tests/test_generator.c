@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "gen_test_views.h"
 
 /* Same seed, same bytes and parameter string; the info too. */
@@ -36,7 +38,7 @@ static void same_seed_same_case(void **state)
             assert_memory_equal(&ia.policy, &ib.policy, sizeof ia.policy);
             /* Without the info, the very same case. */
             attest_case c;
-            assert_int_equal(attest_generate_case(&o, s * 7919, &c), ATTEST_OK);
+            assert_ok(attest_generate_case(&o, s * 7919, &c));
             assert_cases_identical(&a, &c);
             attest_case_free(&a);
             attest_case_free(&b);
@@ -134,8 +136,8 @@ static void values_are_well_spread(void **state)
         generate(&o, attest_case_seed(9, s), &c, NULL);
         const attest_mla_params *p = &c.params.mla;
         attest_layout L;
-        assert_int_equal(attest_layout_make(p->layout, (uint32_t)p->page_size,
-                                            (uint64_t)p->page_stride, &L), ATTEST_OK);
+        assert_ok(attest_layout_make(p->layout, (uint32_t)p->page_size,
+                                     (uint64_t)p->page_stride, &L));
         const int32_t *idx = data(&c, "indices");
         const int32_t *tl = data(&c, "topk_length");
         const uint16_t *q = data(&c, "q_bf16");
@@ -252,7 +254,7 @@ static void production_and_pinned_options(void **state)
         assert_int_equal(c.params.mla.d_qk, lay == ATTEST_LAYOUT_MLA_V4 ? 512 : 576);
         assert_int_equal(c.params.mla.d_v, 512);
         assert_true(fabsf(c.params.mla.sm_scale - (float)(1.0 / sqrt(c.params.mla.d_qk))) == 0.0f);
-        assert_int_equal(attest_case_check_inputs(&c), ATTEST_OK);
+        assert_ok(attest_case_check_inputs(&c));
         attest_case_free(&c);
     }
     o = attest_gen_defaults(ATTEST_KERNEL_INDEXER);

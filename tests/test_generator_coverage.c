@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "gen_test_views.h"
 
 /* Per kernel family: 2000 cases in all. */
@@ -55,7 +57,7 @@ static void count_bytes(coverage *cv, const pool_view *v)
     for (size_t s = 0; s < (size_t)v->num_pages * P; s++) {
         if (!v->written[s]) continue;
         attest_token_offsets o;
-        assert_int_equal(attest_layout_token_offsets(&v->L, (uint32_t)(s % P), &o), ATTEST_OK);
+        assert_ok(attest_layout_token_offsets(&v->L, (uint32_t)(s % P), &o));
         const uint8_t *page = v->bytes + (s / P) * v->L.page_stride;
         for (uint32_t i = 0; i < v->L.num_scales; i++) {
             if (v->L.scale_format == ATTEST_SCALE_UE8M0) {

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/generator.h"
 #include "attest/reference.h"
 #include "attest/registry.h"
@@ -28,7 +30,7 @@ static attest_runner *make_runner_graph(const char *name, int graph_check)
     opt.reference = attest_ref_simulated;
     opt.graph_check = graph_check;
     attest_runner *r = NULL;
-    assert_int_equal(attest_runner_create(cand, &opt, &r), ATTEST_OK);
+    assert_ok(attest_runner_create(cand, &opt, &r));
     return r;
 }
 
@@ -39,9 +41,9 @@ static attest_verdict judge(attest_runner *r, const attest_gen_options *g, uint6
 {
     attest_case c;
     memset(&c, 0, sizeof c);
-    assert_int_equal(attest_generate_case(g, seed, &c), ATTEST_OK);
+    assert_ok(attest_generate_case(g, seed, &c));
     memset(rec, 0, sizeof *rec);
-    assert_int_equal(attest_runner_judge(r, &c, rec, NULL), ATTEST_OK);
+    assert_ok(attest_runner_judge(r, &c, rec, NULL));
     attest_case_free(&c);
     return rec->verdict;
 }

@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/casefile.h"
 #include "attest/reference.h"
 #include "attest/registry.h"
@@ -58,12 +60,12 @@ static void test_indexer_vs_reference(void **state)
     s.next_n = 2;
     tk_build_indexer(&c, &s);
     attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
+    assert_ok(attest_case_args(&c, &args));
     const size_t n = (size_t)s.b * s.next_n * s.max_len;
     double *ref = malloc(n * sizeof(double));
     assert_non_null(ref);
     double *outs[1] = {ref};
-    assert_int_equal(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs), ATTEST_OK);
+    assert_ok(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs));
     assert_int_equal(tk_run(tk_builtin("cpu-indexer"), &args), 0);
     assert_int_equal(tk_indexer_mismatches(args.u.indexer.logits, ref, s.b * s.next_n, s.max_len),
                      0);
@@ -128,7 +130,7 @@ static void test_mla_sink(void **state)
     attest_case c;
     tk_build_mla(&c, &s);
     attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
+    assert_ok(attest_case_args(&c, &args));
     assert_int_equal(tk_run(tk_builtin("cpu-mla-decode"), &args), 0);
     for (int d = 0; d < 512; d++) assert_int_equal(args.u.mla.out[d] & 0x7FFF, 0); /* +inf sink */
     assert_true(isfinite(args.u.mla.lse[0]));
@@ -163,11 +165,11 @@ static void test_mla_vs_reference(void **state)
     attest_case c;
     tk_build_mla(&c, &s);
     attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
+    assert_ok(attest_case_args(&c, &args));
     double *out = malloc(sizeof(double) * 2 * 3 * 512), *lse = malloc(sizeof(double) * 2 * 3);
     assert_true(out && lse);
     double *outs[2] = {out, lse};
-    assert_int_equal(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs), ATTEST_OK);
+    assert_ok(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs));
     assert_int_equal(tk_run(tk_builtin("cpu-mla-decode"), &args), 0);
     assert_int_equal(tk_mla_mismatches(args.u.mla.out, args.u.mla.lse, out, lse, 6), 0);
     free(out);
@@ -186,34 +188,32 @@ static attest_status oracle_case(const char *group, attest_kernel kernel, void *
 {
     oracle_walk *w = user;
     attest_case c;
-    assert_int_equal(attest_casefile_load(w->path, group, &c), ATTEST_OK);
+    assert_ok(attest_casefile_load(w->path, group, &c));
     attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
+    assert_ok(attest_case_args(&c, &args));
     size_t bad = 0;
     if (kernel == ATTEST_KERNEL_INDEXER) {
         attest_stored_tensor logits;
-        assert_int_equal(attest_casefile_load_output(w->path, group, "logits", &logits),
-                         ATTEST_OK);
+        assert_ok(attest_casefile_load_output(w->path, group, "logits", &logits));
         const attest_indexer_params *p = &c.params.indexer;
         const size_t n = (size_t)p->b * p->next_n * p->max_len;
         double *e = malloc(n * sizeof(double));
         assert_non_null(e);
-        assert_int_equal(attest_stored_tensor_to_f64(&logits, e), ATTEST_OK);
+        assert_ok(attest_stored_tensor_to_f64(&logits, e));
         assert_int_equal(tk_run(tk_builtin("cpu-indexer"), &args), 0);
         bad = tk_indexer_mismatches(args.u.indexer.logits, e, p->b * p->next_n, p->max_len);
         free(e);
         attest_stored_tensor_free(&logits);
     } else {
         attest_stored_tensor out, lse;
-        assert_int_equal(attest_casefile_load_output(w->path, group, "out_bf16", &out),
-                         ATTEST_OK);
-        assert_int_equal(attest_casefile_load_output(w->path, group, "lse", &lse), ATTEST_OK);
+        assert_ok(attest_casefile_load_output(w->path, group, "out_bf16", &out));
+        assert_ok(attest_casefile_load_output(w->path, group, "lse", &lse));
         const attest_mla_params *p = &c.params.mla;
         const size_t heads = (size_t)p->b * p->s_q * p->h_q;
         double *oe = malloc(heads * 512 * sizeof(double)), *le = malloc(heads * sizeof(double));
         assert_true(oe && le);
-        assert_int_equal(attest_stored_tensor_to_f64(&out, oe), ATTEST_OK);
-        assert_int_equal(attest_stored_tensor_to_f64(&lse, le), ATTEST_OK);
+        assert_ok(attest_stored_tensor_to_f64(&out, oe));
+        assert_ok(attest_stored_tensor_to_f64(&lse, le));
         assert_int_equal(tk_run(tk_builtin("cpu-mla-decode"), &args), 0);
         bad = tk_mla_mismatches(args.u.mla.out, args.u.mla.lse, oe, le, heads);
         free(oe);
@@ -238,7 +238,7 @@ static void run_oracle_file(const char *file, int expect_cases)
     if (!f) skip(); /* the oracle files live outside the repository */
     fclose(f);
     oracle_walk w = {path, 0};
-    assert_int_equal(attest_casefile_list_groups(path, oracle_case, &w), ATTEST_OK);
+    assert_ok(attest_casefile_list_groups(path, oracle_case, &w));
     assert_int_equal(w.cases, expect_cases);
 }
 
@@ -276,7 +276,7 @@ static void test_registry_list(void **state)
     assert_true(n >= 2);
     int mutants = 0;
     for (size_t i = 0; i < n; i++) {
-        assert_int_equal(attest_candidate_validate(list[i]), ATTEST_OK);
+        assert_ok(attest_candidate_validate(list[i]));
         assert_ptr_equal(attest_builtin_find(list[i]->name), list[i]);
         for (size_t j = 0; j < i; j++) assert_string_not_equal(list[i]->name, list[j]->name);
         mutants += strncmp(list[i]->name, "mutant-", 7) == 0;
@@ -300,7 +300,7 @@ static void test_registry_resolve(void **state)
 {
     (void)state;
     const attest_candidate *c = NULL;
-    assert_int_equal(attest_candidate_resolve("cpu-mla-decode", &c), ATTEST_OK);
+    assert_ok(attest_candidate_resolve("cpu-mla-decode", &c));
     assert_ptr_equal(c, tk_builtin("cpu-mla-decode"));
     assert_int_equal(attest_candidate_resolve("cpu-indexr", &c), ATTEST_ERR_NOT_FOUND);
     assert_null(c);
@@ -318,7 +318,7 @@ static void test_plugin_example(void **state)
     char spec[1200];
     snprintf(spec, sizeof spec, "%s:example-indexer", ATTEST_PLUGIN_EXAMPLE_PATH);
     const attest_candidate *c = NULL;
-    assert_int_equal(attest_plugin_load(spec, &c), ATTEST_OK);
+    assert_ok(attest_plugin_load(spec, &c));
     assert_non_null(c);
     assert_string_equal(c->name, "example-indexer");
     assert_int_equal(c->abi_version, ATTEST_CANDIDATE_ABI_VERSION);
@@ -327,10 +327,10 @@ static void test_plugin_example(void **state)
     assert_int_equal(c->domain, ATTEST_DOMAIN_HOST);
     assert_int_equal(c->conventions.masking, ATTEST_MASK_NEG_INF);
     assert_true(c->init && c->fini && c->supports && c->run);
-    assert_int_equal(attest_candidate_validate(c), ATTEST_OK);
+    assert_ok(attest_candidate_validate(c));
 
     const attest_candidate *r = NULL;
-    assert_int_equal(attest_candidate_resolve(spec, &r), ATTEST_OK);
+    assert_ok(attest_candidate_resolve(spec, &r));
     assert_string_equal(r->name, "example-indexer");
 
     static const int32_t lens[] = {0, 2, 130};
@@ -339,7 +339,7 @@ static void test_plugin_example(void **state)
     attest_case cs;
     tk_build_indexer(&cs, &s);
     attest_kernel_args args;
-    assert_int_equal(attest_case_args(&cs, &args), ATTEST_OK);
+    assert_ok(attest_case_args(&cs, &args));
     double *e = tk_expect_indexer(&cs, &s);
     assert_int_equal(tk_run(c, &args), 0);
     assert_int_equal(tk_indexer_mismatches(args.u.indexer.logits, e, 6, 200), 0);

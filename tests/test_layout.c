@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/layout.h"
 
 /* --- independent oracles ------------------------------------------------------------------- */
@@ -127,7 +129,7 @@ static double rng_unit(void)
 static attest_layout make(attest_layout_id id, uint32_t P, uint64_t stride)
 {
     attest_layout l;
-    assert_int_equal(attest_layout_make(id, P, stride, &l), ATTEST_OK);
+    assert_ok(attest_layout_make(id, P, stride, &l));
     return l;
 }
 
@@ -145,7 +147,7 @@ static void test_mla_v4_offsets(void **state)
                          pins[k].stride);
         for (uint32_t t = 0; t < pins[k].P; t++) {
             attest_token_offsets o;
-            assert_int_equal(attest_layout_token_offsets(&l, t, &o), ATTEST_OK);
+            assert_ok(attest_layout_token_offsets(&l, t, &o));
             assert_int_equal(o.fp8, 576u * t);
             assert_int_equal(o.rope, 576u * t + 448u);
             for (uint32_t i = 0; i < 7; i++) assert_int_equal(o.scale[i], pins[k].P * 576u + 8u * t + i);
@@ -163,7 +165,7 @@ static void test_mla_v4_offsets(void **state)
     assert_int_equal(l.k_dim, 512);
     assert_int_equal(l.v_dim, 512);
     attest_token_offsets o;
-    assert_int_equal(attest_layout_token_offsets(&l, 0, &o), ATTEST_OK);
+    assert_ok(attest_layout_token_offsets(&l, 0, &o));
     assert_int_equal(o.scale[0], 36864); /* the scale region of a P=64 page */
 }
 
@@ -181,7 +183,7 @@ static void test_mla_v32_offsets(void **state)
     assert_int_equal(l.scale_tile, 128);
     for (uint32_t t = 0; t < 64; t++) {
         attest_token_offsets o;
-        assert_int_equal(attest_layout_token_offsets(&l, t, &o), ATTEST_OK);
+        assert_ok(attest_layout_token_offsets(&l, t, &o));
         assert_int_equal(o.fp8, 656u * t);
         for (uint32_t i = 0; i < 4; i++) assert_int_equal(o.scale[i], 656u * t + 512u + 4u * i);
         assert_int_equal(o.rope, 656u * t + 528u);
@@ -206,7 +208,7 @@ static void test_c4_indexer_offsets(void **state)
     assert_int_equal(l.num_scales, 1);
     for (uint32_t t = 0; t < 64; t++) {
         attest_token_offsets o;
-        assert_int_equal(attest_layout_token_offsets(&l, t, &o), ATTEST_OK);
+        assert_ok(attest_layout_token_offsets(&l, t, &o));
         assert_int_equal(o.fp8, 128u * t);
         assert_int_equal(o.scale[0], 8192u + 4u * t);
         assert_int_equal(o.scale[0] % 4u, 0);
@@ -222,7 +224,7 @@ static void test_names(void **state)
                                     ATTEST_LAYOUT_C4_INDEXER};
     for (int k = 0; k < 3; k++) {
         attest_layout_id id;
-        assert_int_equal(attest_layout_from_name(names[k], &id), ATTEST_OK);
+        assert_ok(attest_layout_from_name(names[k], &id));
         assert_int_equal(id, ids[k]);
         assert_string_equal(attest_layout_name(ids[k]), names[k]);
     }
@@ -258,10 +260,9 @@ static void test_make_errors(void **state)
     }
     assert_int_equal(attest_layout_default_stride(ATTEST_LAYOUT_C4_INDEXER, 32), 0);
     assert_int_equal(attest_layout_default_stride(ATTEST_LAYOUT_MLA_V4, 0), 0);
-    assert_int_equal(attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, 64, 8448u + 64u, &l), ATTEST_OK);
-    assert_int_equal(attest_layout_make(ATTEST_LAYOUT_MLA_V4, 64, 37440, &l), ATTEST_OK);
-    assert_int_equal(attest_layout_make(ATTEST_LAYOUT_MLA_V4, ATTEST_LAYOUT_MAX_PAGE_SIZE, 0, &l),
-                     ATTEST_OK);
+    assert_ok(attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, 64, 8448u + 64u, &l));
+    assert_ok(attest_layout_make(ATTEST_LAYOUT_MLA_V4, 64, 37440, &l));
+    assert_ok(attest_layout_make(ATTEST_LAYOUT_MLA_V4, ATTEST_LAYOUT_MAX_PAGE_SIZE, 0, &l));
 }
 
 static void test_token_out_of_range(void **state)
@@ -269,7 +270,7 @@ static void test_token_out_of_range(void **state)
     (void)state;
     attest_layout l = make(ATTEST_LAYOUT_MLA_V32, 16, 0);
     attest_token_offsets o;
-    assert_int_equal(attest_layout_token_offsets(&l, 15, &o), ATTEST_OK);
+    assert_ok(attest_layout_token_offsets(&l, 15, &o));
     assert_int_equal(attest_layout_token_offsets(&l, 16, &o), ATTEST_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(attest_last_error(), "token 16"));
     uint8_t page[16 * 656];
@@ -313,7 +314,7 @@ static void test_regions(void **state)
         size_t small = 0;
         assert_int_equal(attest_layout_regions(l, r, n - 1u, &small), ATTEST_ERR_INVALID_ARGUMENT);
         assert_int_equal(small, n);
-        assert_int_equal(attest_layout_regions(l, r, n, &n), ATTEST_OK);
+        assert_ok(attest_layout_regions(l, r, n, &n));
         uint64_t at = 0;
         for (size_t i = 0; i < n; i++) {
             assert_int_equal(r[i].begin, at);
@@ -383,9 +384,8 @@ static void run_pool_case(const pool_case *c)
             values[j * kd + i] = (float)v;
         }
     attest_pool_poison(&l, pool, num_pages, c->poison);
-    assert_int_equal(attest_pool_encode(&l, pool, num_pages, table, num_tokens, values, &c->policy),
-                     ATTEST_OK);
-    assert_int_equal(attest_pool_decode(&l, pool, num_pages, table, num_tokens, got), ATTEST_OK);
+    assert_ok(attest_pool_encode(&l, pool, num_pages, table, num_tokens, values, &c->policy));
+    assert_ok(attest_pool_decode(&l, pool, num_pages, table, num_tokens, got));
 
     for (uint64_t j = 0; j < num_tokens; j++) {
         uint32_t s = (uint32_t)(j % c->P);
@@ -468,13 +468,13 @@ static void test_overflow_policy(void **state)
     v[5] = INFINITY;
     v[6] = -INFINITY;
     attest_scale_policy p = {ATTEST_SCALE_POW2, ATTEST_UE8M0_DEEPGEMM, ATTEST_FP8_NONSAT};
-    assert_int_equal(attest_layout_encode_token(&l, page, 3, v, &p), ATTEST_OK);
+    assert_ok(attest_layout_encode_token(&l, page, 3, v, &p));
     assert_int_equal(page[3 * 128 + 5], 0x7F);
     assert_int_equal(page[3 * 128 + 6], 0xFF);
     assert_int_equal(page[3 * 128 + 7], 0x00);
     assert_int_equal(page[8192 + 12 + 3], 0x7F); /* 2^127 as little-endian float: 0x7F000000 */
     p.overflow = ATTEST_FP8_SATFINITE;
-    assert_int_equal(attest_layout_encode_token(&l, page, 3, v, &p), ATTEST_OK);
+    assert_ok(attest_layout_encode_token(&l, page, 3, v, &p));
     assert_int_equal(page[3 * 128 + 5], 0x7E);
     assert_int_equal(page[3 * 128 + 6], 0xFE);
 }
@@ -490,7 +490,7 @@ static void test_raw_scale_divides(void **state)
     v[0] = float_of(0x401CB2EAu); /* amax 2.44842 */
     v[1] = float_of(0x3F54A9ABu); /* 0.8307139 */
     attest_scale_policy p = {ATTEST_SCALE_RAW, ATTEST_UE8M0_FLASHMLA, ATTEST_FP8_NONSAT};
-    assert_int_equal(attest_layout_encode_token(&l, page, 0, v, &p), ATTEST_OK);
+    assert_ok(attest_layout_encode_token(&l, page, 0, v, &p));
     assert_int_equal(page[0], 0x7E); /* amax / (amax / 448) rounds to 448 */
     assert_int_equal(page[1], 0x72);
     float s = v[0] / 448.0f;
@@ -510,7 +510,7 @@ static void test_nan_tile(void **state)
     v[65] = 1.0f;
     v[0] = 1.0f; /* tile 0 stays finite */
     attest_scale_policy p = {ATTEST_SCALE_POW2, ATTEST_UE8M0_FLASHMLA, ATTEST_FP8_NONSAT};
-    assert_int_equal(attest_layout_encode_token(&l, page, 1, v, &p), ATTEST_OK);
+    assert_ok(attest_layout_encode_token(&l, page, 1, v, &p));
     assert_int_equal(page[2 * 576 + 8 + 0], 119); /* 1/448 -> 2^-8 */
     assert_int_equal(page[2 * 576 + 8 + 1], 0xFF);
     assert_int_equal(page[576 + 65] & 0x7F, 0x7F);
@@ -519,7 +519,7 @@ static void test_nan_tile(void **state)
     assert_true(out[0] == 1.0);
     assert_true(isnan(out[65]) && isnan(out[66]));
     p.writer = ATTEST_UE8M0_DEEPGEMM;
-    assert_int_equal(attest_layout_encode_token(&l, page, 1, v, &p), ATTEST_OK);
+    assert_ok(attest_layout_encode_token(&l, page, 1, v, &p));
     assert_int_equal(page[2 * 576 + 8 + 1], 254);
 }
 
@@ -539,8 +539,8 @@ static void test_pool_errors(void **state)
     assert_int_equal(attest_pool_encode(&l, pool, 3, dup, 4, values, &p), ATTEST_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(attest_last_error(), "twice"));
     assert_int_equal(attest_pool_encode(&l, pool, 1, ok, 4, values, &p), ATTEST_ERR_INVALID_ARGUMENT);
-    assert_int_equal(attest_pool_encode(&l, pool, 3, ok, 4, values, &p), ATTEST_OK);
-    assert_int_equal(attest_pool_decode(&l, pool, 3, dup, 4, out), ATTEST_OK);
+    assert_ok(attest_pool_encode(&l, pool, 3, ok, 4, values, &p));
+    assert_ok(attest_pool_decode(&l, pool, 3, dup, 4, out));
     assert_int_equal(attest_pool_decode(&l, pool, 3, high, 4, out), ATTEST_ERR_INVALID_ARGUMENT);
     attest_scale_policy raw = {ATTEST_SCALE_RAW, ATTEST_UE8M0_FLASHMLA, ATTEST_FP8_NONSAT};
     assert_int_equal(attest_pool_encode(&l, pool, 3, ok, 4, values, &raw), ATTEST_ERR_INVALID_ARGUMENT);

@@ -8,6 +8,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/generator.h"
 #include "attest/minimize.h"
 
@@ -17,7 +19,7 @@ static void big_case(attest_kernel k, attest_case *c)
     attest_gen_options o = attest_gen_defaults(k);
     for (uint64_t i = 0;; i++) {
         memset(c, 0, sizeof *c);
-        assert_int_equal(attest_generate_case(&o, attest_case_seed(77, i), c), ATTEST_OK);
+        assert_ok(attest_generate_case(&o, attest_case_seed(77, i), c));
         const attest_case_size z = attest_case_size_of(c);
         if (z.requests >= 2 && z.rows >= 2 && z.heads >= 2 && z.entries >= 8) return;
         attest_case_free(c);
@@ -51,7 +53,7 @@ static void shrinks_to_the_minimum(void **state)
         big_case(kernels[k], &c);
         toy t = {.need_requests = 1, .need_entries = 1};
         attest_minimize_stats st;
-        assert_int_equal(attest_minimize_case(&c, toy_pred, &t, 0, &m, &st), ATTEST_OK);
+        assert_ok(attest_minimize_case(&c, toy_pred, &t, 0, &m, &st));
         const attest_case_size z = attest_case_size_of(&m);
         assert_int_equal(z.requests, 1);
         assert_int_equal(z.rows, 1);
@@ -61,7 +63,7 @@ static void shrinks_to_the_minimum(void **state)
         else assert_true(z.entries >= 1 && z.entries <= 2);
         assert_int_equal(t.invalid, 0);
         assert_int_equal(st.tries, (uint32_t)t.calls);
-        assert_int_equal(attest_case_check_inputs(&m), ATTEST_OK);
+        assert_ok(attest_case_check_inputs(&m));
         attest_case_free(&m);
         attest_case_free(&c);
     }
@@ -74,7 +76,7 @@ static void keeps_what_the_failure_needs(void **state)
     attest_case c, m;
     big_case(ATTEST_KERNEL_MLA_DECODE, &c);
     toy t = {.need_requests = 2, .need_entries = 8};
-    assert_int_equal(attest_minimize_case(&c, toy_pred, &t, 0, &m, NULL), ATTEST_OK);
+    assert_ok(attest_minimize_case(&c, toy_pred, &t, 0, &m, NULL));
     const attest_case_size z = attest_case_size_of(&m);
     assert_int_equal(z.requests, 2);
     assert_int_equal(z.entries, 8);
@@ -90,7 +92,7 @@ static void budget_and_broken_predicate(void **state)
     attest_case c, m;
     big_case(ATTEST_KERNEL_INDEXER, &c);
     toy t = {.need_requests = 1, .need_entries = 1};
-    assert_int_equal(attest_minimize_case(&c, toy_pred, &t, 3, &m, NULL), ATTEST_OK);
+    assert_ok(attest_minimize_case(&c, toy_pred, &t, 3, &m, NULL));
     assert_true(t.calls <= 3);
     attest_case_free(&m);
     toy b = {.broken = 1};

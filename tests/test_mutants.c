@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/registry.h"
 #include "attest/runner.h"
 #include "kernel_cases.h"
@@ -106,7 +108,7 @@ static void test_indexer_write_past_end(void **state)
     attest_case c;
     tk_build_indexer(&c, &ix_basic);
     attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
+    assert_ok(attest_case_args(&c, &args));
     const size_t n = 2 * 150;
     float *buf = malloc((n + 1) * sizeof(float));
     assert_non_null(buf);
@@ -124,7 +126,7 @@ static void test_indexer_write_past_end(void **state)
 static int run_in_child(const char *name, attest_case *c, unsigned seconds)
 {
     attest_kernel_args args;
-    assert_int_equal(attest_case_args(c, &args), ATTEST_OK);
+    assert_ok(attest_case_args(c, &args));
     const attest_candidate *cand = tk_builtin(name);
     fflush(NULL);
     pid_t pid = fork();
@@ -228,7 +230,7 @@ static void test_mla_write_past_end(void **state)
     attest_case c;
     tk_build_mla(&c, &s);
     attest_kernel_args args;
-    assert_int_equal(attest_case_args(&c, &args), ATTEST_OK);
+    assert_ok(attest_case_args(&c, &args));
     const size_t n = 2 * 2 * 512;
     uint16_t *buf = malloc((n + 1) * sizeof(uint16_t));
     assert_non_null(buf);

@@ -25,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/case.h"
 #include "attest/casefile.h"
 #include "attest/compare.h"
@@ -58,7 +60,7 @@ static double *load_expected(const char *path, const char *group, const char *na
     if (n != count) fail_msg("%s/%s holds %zu elements, expected %zu", group, name, n, count);
     double *v = malloc(n * sizeof *v);
     assert_non_null(v);
-    assert_int_equal(attest_stored_tensor_to_f64(&st, v), ATTEST_OK);
+    assert_ok(attest_stored_tensor_to_f64(&st, v));
     attest_stored_tensor_free(&st);
     return v;
 }
@@ -92,7 +94,7 @@ static double judge_oracle_output(const attest_case *c, int k, const char *name,
                                   const double *values, size_t n, attest_dtype dtype)
 {
     attest_policy *pol = NULL;
-    assert_int_equal(attest_policy_default(&pol), ATTEST_OK);
+    assert_ok(attest_policy_default(&pol));
     attest_bound_model models[2];
     double *refs[2] = {NULL, NULL}, *bounds[2] = {NULL, NULL};
     int nout = 0;
@@ -100,16 +102,16 @@ static double judge_oracle_output(const attest_case *c, int k, const char *name,
         const attest_tensor *t = &c->tensors[i];
         if (t->role != ATTEST_ROLE_OUTPUT) continue;
         attest_tolerance tol;
-        assert_int_equal(attest_policy_lookup(pol, c->kernel, t->name, &tol), ATTEST_OK);
+        assert_ok(attest_policy_lookup(pol, c->kernel, t->name, &tol));
         models[nout] = tol.model;
         refs[nout] = malloc(attest_tensor_count(t) * sizeof(double));
         bounds[nout] = malloc(attest_tensor_count(t) * sizeof(double));
         assert_true(refs[nout] && bounds[nout]);
         nout++;
     }
-    assert_int_equal(attest_ref_bounds(c, models, refs, bounds), ATTEST_OK);
+    assert_ok(attest_ref_bounds(c, models, refs, bounds));
     attest_tolerance tol;
-    assert_int_equal(attest_policy_lookup(pol, c->kernel, name, &tol), ATTEST_OK);
+    assert_ok(attest_policy_lookup(pol, c->kernel, name, &tol));
     void *cand = malloc(n * 4 + 4);
     assert_non_null(cand);
     for (size_t i = 0; i < n; i++) {
@@ -123,12 +125,11 @@ static double judge_oracle_output(const attest_case *c, int k, const char *name,
     attest_tensor_metrics m;
     memset(&m, 0, sizeof m);
     /* Logits past a row's length follow the fixture's -inf masking, as the reference does. */
-    assert_int_equal(attest_compare_tensor_bounded(refs[k], bounds[k], cand, dtype, n, t->shape,
-                                                   t->rank, NULL,
-                                                   dtype == ATTEST_DTYPE_BF16 ? ATTEST_POISON_BF16
-                                                                              : ATTEST_POISON_F32,
-                                                   &tol, &m),
-                     ATTEST_OK);
+    assert_ok(attest_compare_tensor_bounded(refs[k], bounds[k], cand, dtype, n, t->shape,
+                                            t->rank, NULL,
+                                            dtype == ATTEST_DTYPE_BF16 ? ATTEST_POISON_BF16
+                                                                       : ATTEST_POISON_F32,
+                                            &tol, &m));
     if (m.failed_gates) {
         char g[96];
         attest_gate_mask_string(m.failed_gates, g, sizeof g);
@@ -238,8 +239,7 @@ static size_t topk_agreement(const attest_case *c, const double *logits, const d
     for (int32_t r = 0; r < p->b * p->next_n; r++) {
         const double *row = logits + (size_t)r * w;
         int32_t len = attest_indexer_row_length(p, lens, r);
-        assert_int_equal(attest_ref_topk_row(row, len, ORACLE_TOPK, ATTEST_TOPK_BY_SCORE, idx),
-                         ATTEST_OK);
+        assert_ok(attest_ref_topk_row(row, len, ORACLE_TOPK, ATTEST_TOPK_BY_SCORE, idx));
         double kth = -INFINITY, rowmax = 0.0;
         for (int i = 0; i < ORACLE_TOPK; i++)
             if (idx[i] >= 0) kth = row[idx[i]];
@@ -288,9 +288,8 @@ static void check_indexer_group(const char *path, const char *group)
     double *outs[1] = {kern};
     st = attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs); /* kernel order */
     if (st != ATTEST_OK) fail_msg("%s: reference failed: %s", group, attest_last_error());
-    assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
-                                               ATTEST_INDEXER_ORDER_README, readme),
-                     ATTEST_OK);
+    assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
+                                        ATTEST_INDEXER_ORDER_README, readme));
     double *exp_ = load_expected(path, group, "logits", n);
     const size_t rows = (size_t)c.params.indexer.b * (size_t)c.params.indexer.next_n;
     double *eset = load_expected(path, group, "topk512_set", rows * ORACLE_TOPK);

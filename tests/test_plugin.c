@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/runner.h"
 
 static int run_nothing(void *ctx, const attest_kernel_args *a)
@@ -40,7 +42,7 @@ static void expect_invalid(const attest_candidate *c, const char *needle)
 static void test_validate(void **state)
 {
     (void)state;
-    assert_int_equal(attest_candidate_validate(&valid), ATTEST_OK);
+    assert_ok(attest_candidate_validate(&valid));
     assert_int_equal(attest_candidate_validate(NULL), ATTEST_ERR_INVALID_ARGUMENT);
     attest_candidate c = valid;
     c.abi_version = ATTEST_CANDIDATE_ABI_VERSION + 1;
@@ -70,7 +72,7 @@ static void test_plugin_good(void **state)
 {
     (void)state;
     const attest_candidate *c = NULL;
-    assert_int_equal(attest_plugin_load(ATTEST_TEST_PLUGIN_PATH ":fixture-good", &c), ATTEST_OK);
+    assert_ok(attest_plugin_load(ATTEST_TEST_PLUGIN_PATH ":fixture-good", &c));
     assert_non_null(c);
     assert_string_equal(c->name, "fixture-good");
     attest_case cs;
@@ -78,10 +80,10 @@ static void test_plugin_good(void **state)
     cs.kernel = ATTEST_KERNEL_INDEXER;
     cs.params.indexer = (attest_indexer_params){1, 1, 1, 128, 1, 1, 8, ATTEST_MASK_NEG_INF, 0,
                                                 ATTEST_TOPK_BY_SCORE, ATTEST_RELU_NAN_TO_ZERO};
-    assert_int_equal(attest_case_define_tensors(&cs, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(&cs), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(&cs, 0));
+    assert_ok(attest_case_alloc_heap(&cs));
     attest_kernel_args args;
-    assert_int_equal(attest_case_args(&cs, &args), ATTEST_OK);
+    assert_ok(attest_case_args(&cs, &args));
     assert_int_equal(c->run(NULL, &args), 0);
     assert_true(args.u.indexer.logits[7] == 7.0f);
     attest_case_free(&cs);
@@ -99,7 +101,7 @@ static void test_plugin_good(void **state)
     const attest_candidate *again = NULL;
     attest_status st = attest_plugin_load(spec, &again);
     assert_int_equal(chdir(cwd), 0);
-    assert_int_equal(st, ATTEST_OK);
+    assert_ok(st);
     assert_ptr_equal(again, c);
 }
 

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/policy.h"
 
 /* A valid two-entry policy; line numbers matter to the error tests. */
@@ -78,7 +80,7 @@ static void test_default_loads(void **state)
 {
     (void)state;
     attest_policy *p = NULL;
-    assert_int_equal(attest_policy_default(&p), ATTEST_OK);
+    assert_ok(attest_policy_default(&p));
     assert_non_null(p);
     assert_string_equal(attest_policy_name(p), "default");
     assert_string_equal(attest_policy_origin(p), "<embedded>");
@@ -86,16 +88,16 @@ static void test_default_loads(void **state)
     assert_true(attest_policy_num_entries(p) >= 3);
 
     attest_tolerance t;
-    assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_MLA_DECODE, "out_bf16", &t), ATTEST_OK);
+    assert_ok(attest_policy_lookup(p, ATTEST_KERNEL_MLA_DECODE, "out_bf16", &t));
     assert_true(t.bound_factor == 1);
     assert_true(t.model.u_accum == 0x1p-24 && t.model.u_probs == 0x1p-24 && t.model.u_kv == 0);
     assert_true(t.cos_diff_max == 5e-6);
     assert_true(t.max_fail_fraction == 0);
     assert_true(strlen(t.source) > 0);
-    assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_MLA_DECODE, "lse", &t), ATTEST_OK);
+    assert_ok(attest_policy_lookup(p, ATTEST_KERNEL_MLA_DECODE, "lse", &t));
     assert_true(t.bound_factor == 1);
     assert_true(t.cos_diff_max == 1e-7);
-    assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_INDEXER, "logits", &t), ATTEST_OK);
+    assert_ok(attest_policy_lookup(p, ATTEST_KERNEL_INDEXER, "logits", &t));
     assert_true(t.bound_factor == 1 && t.model.u_accum == 0x1p-24);
     assert_true(t.cos_diff_max == 5e-6);
     assert_true(t.topk_min_recall == 1.0);
@@ -103,7 +105,7 @@ static void test_default_loads(void **state)
     /* Shared: a second call returns the same object and freeing it is ignored. */
     attest_policy *again = NULL;
     attest_policy_free(p);
-    assert_int_equal(attest_policy_default(&again), ATTEST_OK);
+    assert_ok(attest_policy_default(&again));
     assert_ptr_equal(again, p);
     assert_string_equal(attest_policy_name(again), "default");
 }
@@ -117,8 +119,8 @@ static void test_default_matches_file(void **state)
     char path[1024];
     snprintf(path, sizeof path, "%s/policies/default.json", src);
     attest_policy *file = NULL, *def = NULL;
-    assert_int_equal(attest_policy_load(path, &file), ATTEST_OK);
-    assert_int_equal(attest_policy_default(&def), ATTEST_OK);
+    assert_ok(attest_policy_load(path, &file));
+    assert_ok(attest_policy_default(&def));
     assert_string_equal(attest_policy_text(file), attest_policy_text(def));
     assert_string_equal(attest_policy_hash(file), attest_policy_hash(def));
     assert_string_equal(attest_policy_origin(file), path);
@@ -130,17 +132,17 @@ static void test_lookup(void **state)
 {
     (void)state;
     attest_policy *p = NULL;
-    assert_int_equal(attest_policy_parse(BASE, strlen(BASE), "t.json", &p), ATTEST_OK);
+    assert_ok(attest_policy_parse(BASE, strlen(BASE), "t.json", &p));
     assert_string_equal(attest_policy_name(p), "t");
     assert_string_equal(attest_policy_version(p), "7");
     assert_int_equal(attest_policy_num_entries(p), 2);
     attest_tolerance t;
-    assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_MLA_DECODE, "out_bf16", &t), ATTEST_OK);
+    assert_ok(attest_policy_lookup(p, ATTEST_KERNEL_MLA_DECODE, "out_bf16", &t));
     assert_true(t.atol == 0.001 && t.rtol == 0.5 && t.cos_diff_max == 5e-6);
     assert_true(t.nmse_max == -1 && t.max_code_distance == 2 && t.vacuity_factor == 10);
     assert_true(t.topk_min_recall == -1 && t.topk_tie_atol == 0 && t.atol_ref_scale == 0);
     assert_string_equal(t.source, "test");
-    assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_INDEXER, "logits", &t), ATTEST_OK);
+    assert_ok(attest_policy_lookup(p, ATTEST_KERNEL_INDEXER, "logits", &t));
     assert_true(t.max_fail_fraction == 0.25 && t.nmse_max == 1e-5 && t.max_code_distance == -1);
     assert_true(t.topk_min_recall == 1);
     assert_string_equal(t.source, "test2");
@@ -150,7 +152,7 @@ static void test_lookup(void **state)
 
     attest_kernel k;
     const char *out = NULL;
-    assert_int_equal(attest_policy_entry_at(p, 1, &k, &out, NULL), ATTEST_OK);
+    assert_ok(attest_policy_entry_at(p, 1, &k, &out, NULL));
     assert_int_equal(k, ATTEST_KERNEL_INDEXER);
     assert_string_equal(out, "logits");
     assert_int_equal(attest_policy_entry_at(p, 2, &k, &out, NULL), ATTEST_ERR_NOT_FOUND);
@@ -210,13 +212,13 @@ static void test_bound_keys(void **state)
                          "\"bound_factor\": 2, \"accumulation\": \"fp32\", "
                          "\"probabilities\": \"bf16\", \"dequantized_kv\": \"bf16\",");
     attest_policy *p = NULL;
-    assert_int_equal(attest_policy_parse(text, strlen(text), "t.json", &p), ATTEST_OK);
+    assert_ok(attest_policy_parse(text, strlen(text), "t.json", &p));
     attest_tolerance t;
-    assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_MLA_DECODE, "out_bf16", &t), ATTEST_OK);
+    assert_ok(attest_policy_lookup(p, ATTEST_KERNEL_MLA_DECODE, "out_bf16", &t));
     assert_true(t.bound_factor == 2);
     assert_true(t.model.u_accum == 0x1p-24 && t.model.u_probs == 0x1p-8 && t.model.u_kv == 0x1p-8);
     /* An entry without bound_factor keeps the fixed gate: bound_factor < 0. */
-    assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_INDEXER, "logits", &t), ATTEST_OK);
+    assert_ok(attest_policy_lookup(p, ATTEST_KERNEL_INDEXER, "logits", &t));
     assert_true(t.bound_factor < 0 && t.rtol == 2e-5);
     attest_policy_free(p);
     free(text);
@@ -263,12 +265,12 @@ static void test_hash(void **state)
 {
     (void)state;
     attest_policy *a = NULL, *b = NULL, *c = NULL;
-    assert_int_equal(attest_policy_parse(BASE, strlen(BASE), "a", &a), ATTEST_OK);
-    assert_int_equal(attest_policy_parse(BASE, strlen(BASE), "b", &b), ATTEST_OK);
+    assert_ok(attest_policy_parse(BASE, strlen(BASE), "a", &a));
+    assert_ok(attest_policy_parse(BASE, strlen(BASE), "b", &b));
     assert_string_equal(attest_policy_hash(a), BASE_HASH);
     assert_string_equal(attest_policy_hash(b), BASE_HASH);
     char *tab = variant(" ", "\t"); /* same JSON, one byte different */
-    assert_int_equal(attest_policy_parse(tab, strlen(tab), "c", &c), ATTEST_OK);
+    assert_ok(attest_policy_parse(tab, strlen(tab), "c", &c));
     assert_string_equal(attest_policy_hash(c), BASE_TAB_HASH);
     assert_string_not_equal(attest_policy_hash(a), attest_policy_hash(c));
     free(tab);
@@ -289,7 +291,7 @@ static void test_load_file(void **state)
     assert_int_equal(fwrite(BASE, 1, strlen(BASE), f), strlen(BASE));
     assert_int_equal(fclose(f), 0);
     attest_policy *p = NULL;
-    assert_int_equal(attest_policy_load(path, &p), ATTEST_OK);
+    assert_ok(attest_policy_load(path, &p));
     assert_string_equal(attest_policy_origin(p), path);
     assert_string_equal(attest_policy_hash(p), BASE_HASH);
     attest_policy_free(p);
@@ -307,15 +309,15 @@ static void test_strict_is_tighter(void **state)
     char path[1024];
     snprintf(path, sizeof path, "%s/policies/strict.json", src);
     attest_policy *strict = NULL, *def = NULL;
-    assert_int_equal(attest_policy_load(path, &strict), ATTEST_OK);
-    assert_int_equal(attest_policy_default(&def), ATTEST_OK);
+    assert_ok(attest_policy_load(path, &strict));
+    assert_ok(attest_policy_default(&def));
     assert_string_equal(attest_policy_name(strict), "strict");
     for (size_t i = 0; i < attest_policy_num_entries(strict); ++i) {
         attest_kernel k;
         const char *out;
         attest_tolerance s, d;
-        assert_int_equal(attest_policy_entry_at(strict, i, &k, &out, &s), ATTEST_OK);
-        assert_int_equal(attest_policy_lookup(def, k, out, &d), ATTEST_OK);
+        assert_ok(attest_policy_entry_at(strict, i, &k, &out, &s));
+        assert_ok(attest_policy_lookup(def, k, out, &d));
         /* strict keeps fixed atol/rtol bounds (measured, not derived); the default derives
          * them, so only the gates both share are compared. */
         assert_true(s.bound_factor < 0 && d.bound_factor >= 0);

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/case.h"
 #include "attest/reference.h"
 
@@ -52,8 +54,8 @@ static void indexer_case(attest_case *c, int32_t b, int32_t next_n, int32_t head
     p->blocks_per_req = bpr;
     p->max_len = max_len;
     p->masking = m;
-    assert_int_equal(attest_case_define_tensors(c, 1), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(c, 1));
+    assert_ok(attest_case_alloc_heap(c));
 }
 
 static void put_k(attest_case *c, int32_t blk, int32_t slot, int32_t d, uint8_t byte)
@@ -107,9 +109,8 @@ static void test_indexer_worked_example(void **state)
     worked_indexer(&c, ATTEST_MASK_NEG_INF);
     for (int order = 0; order < 2; order++) {
         double lg[4];
-        assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
-                                                   (attest_indexer_order)order, lg),
-                         ATTEST_OK);
+        assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
+                                            (attest_indexer_order)order, lg));
         assert_true(lg[0] == 1.875);
         assert_true(lg[1] == 3.0);
         assert_true(isinf(lg[2]) && lg[2] < 0);
@@ -125,15 +126,13 @@ static void test_indexer_masking_conventions(void **state)
     attest_case c;
     double lg[4];
     worked_indexer(&c, ATTEST_MASK_ZERO);
-    assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
-                                               ATTEST_INDEXER_ORDER_KERNEL, lg),
-                     ATTEST_OK);
+    assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
+                                        ATTEST_INDEXER_ORDER_KERNEL, lg));
     assert_true(lg[1] == 3.0 && lg[2] == 0.0 && lg[3] == 0.0 && !signbit(lg[2]));
     attest_case_free(&c);
     worked_indexer(&c, ATTEST_MASK_UNSPECIFIED);
-    assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
-                                               ATTEST_INDEXER_ORDER_KERNEL, lg),
-                     ATTEST_OK);
+    assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
+                                        ATTEST_INDEXER_ORDER_KERNEL, lg));
     assert_true(lg[0] == 1.875 && isnan(lg[2]) && isnan(lg[3]));
     attest_case_free(&c);
 }
@@ -148,27 +147,23 @@ static void test_indexer_nan_dot_and_negative_scale(void **state)
     worked_indexer(&c, ATTEST_MASK_NEG_INF);
     put_q(&c, 0, 0, 5, FP8_1);
     put_k(&c, 1, 0, 5, FP8_NAN); /* h0's dot at t0 becomes NaN; h1 (q[5] = 0) too: 0 * NaN */
-    assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
-                                               ATTEST_INDEXER_ORDER_KERNEL, lg),
-                     ATTEST_OK);
+    assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
+                                        ATTEST_INDEXER_ORDER_KERNEL, lg));
     assert_true(lg[0] == 0.0); /* both heads cut to 0 */
     assert_true(lg[1] == 3.0);
-    assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
-                                               ATTEST_INDEXER_ORDER_README, lg),
-                     ATTEST_OK);
+    assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
+                                        ATTEST_INDEXER_ORDER_README, lg));
     assert_true(isnan(lg[0]));
     assert_true(lg[1] == 3.0);
     put_k(&c, 1, 0, 5, 0x00);
     /* t1 with scale -1: kernel -1 * (0.25 * 3) = -0.75; README relu(-dot): h0 dot -2 -> 2,
      * h1 dot 3 -> -3 cut: 1.5 * 2 = 3.0. */
     put_kscale(&c, 1, 1, -1.0f);
-    assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
-                                               ATTEST_INDEXER_ORDER_KERNEL, lg),
-                     ATTEST_OK);
+    assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
+                                        ATTEST_INDEXER_ORDER_KERNEL, lg));
     assert_true(lg[1] == -0.75);
-    assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
-                                               ATTEST_INDEXER_ORDER_README, lg),
-                     ATTEST_OK);
+    assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
+                                        ATTEST_INDEXER_ORDER_README, lg));
     assert_true(lg[1] == 3.0);
     attest_case_free(&c);
 }
@@ -189,9 +184,8 @@ static void test_indexer_true_mode(void **state)
     qt[1] = 1.0f;
     qt[128] = -1.0f;        /* h1 = [-1, 0] */
     /* t0: h0 dot 4 -> 1.5 * 4 = 6; h1 dot -2 cut. t1: h0 dot -1 cut, h1 dot 1 -> 0.25. */
-    assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_TRUE, ATTEST_INDEXER_ORDER_KERNEL,
-                                               lg),
-                     ATTEST_OK);
+    assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_TRUE, ATTEST_INDEXER_ORDER_KERNEL,
+                                        lg));
     assert_true(lg[0] == 6.0);
     assert_true(lg[1] == 0.25);
     assert_true(isinf(lg[2]));
@@ -216,9 +210,8 @@ static void test_indexer_page_translation(void **state)
     put_k(&c, 0, 1, 0, FP8_3); /* logical t = 65 */
     put_k(&c, 1, 1, 0, FP8_1); /* unmapped block: must not appear */
     double lg[66];
-    assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
-                                               ATTEST_INDEXER_ORDER_KERNEL, lg),
-                     ATTEST_OK);
+    assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
+                                        ATTEST_INDEXER_ORDER_KERNEL, lg));
     for (int t = 0; t < 66; t++) assert_true(lg[t] == (t == 1 ? 2.0 : t == 65 ? 3.0 : 0.0));
     /* A block table entry outside the pool is an error naming the element. */
     bt[1] = 4;
@@ -258,9 +251,8 @@ static void test_indexer_mtp_rule(void **state)
     put_kscale(&c, 0, 0, 1.0f);
     put_kscale(&c, 0, 1, 1.0f);
     double lg[6];
-    assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
-                                               ATTEST_INDEXER_ORDER_KERNEL, lg),
-                     ATTEST_OK);
+    assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
+                                        ATTEST_INDEXER_ORDER_KERNEL, lg));
     assert_true(lg[0] == 1.0 && isinf(lg[1]) && isinf(lg[2]));
     assert_true(lg[3] == 2.0 && lg[4] == 6.0 && isinf(lg[5]));
     attest_case_free(&c);
@@ -274,17 +266,17 @@ static void test_topk_ties_nan_padding(void **state)
     (void)state;
     const double lg[7] = {1.0, 3.0, 3.0, 2.0, NAN, -INFINITY, 5.0};
     int32_t idx[8];
-    assert_int_equal(attest_ref_topk_row(lg, 7, 4, ATTEST_TOPK_BY_SCORE, idx), ATTEST_OK);
+    assert_ok(attest_ref_topk_row(lg, 7, 4, ATTEST_TOPK_BY_SCORE, idx));
     const int32_t e4[4] = {6, 1, 2, 3};
     assert_memory_equal(idx, e4, sizeof e4);
-    assert_int_equal(attest_ref_topk_row(lg, 7, 8, ATTEST_TOPK_BY_SCORE, idx), ATTEST_OK);
+    assert_ok(attest_ref_topk_row(lg, 7, 8, ATTEST_TOPK_BY_SCORE, idx));
     const int32_t e8[8] = {6, 1, 2, 3, 0, -1, -1, -1};
     assert_memory_equal(idx, e8, sizeof e8);
     /* Only positions below len count. */
-    assert_int_equal(attest_ref_topk_row(lg, 2, 3, ATTEST_TOPK_BY_SCORE, idx), ATTEST_OK);
+    assert_ok(attest_ref_topk_row(lg, 2, 3, ATTEST_TOPK_BY_SCORE, idx));
     const int32_t e2[3] = {1, 0, -1};
     assert_memory_equal(idx, e2, sizeof e2);
-    assert_int_equal(attest_ref_topk_row(lg, 0, 2, ATTEST_TOPK_BY_SCORE, idx), ATTEST_OK);
+    assert_ok(attest_ref_topk_row(lg, 0, 2, ATTEST_TOPK_BY_SCORE, idx));
     assert_true(idx[0] == -1 && idx[1] == -1);
     assert_int_equal(attest_ref_topk_row(lg, -1, 2, ATTEST_TOPK_BY_SCORE, idx),
                      ATTEST_ERR_INVALID_ARGUMENT);
@@ -296,16 +288,16 @@ static void test_topk_short_identity(void **state)
     (void)state;
     const double lg[5] = {1.0, NAN, 5.0, 7.0, 0.5};
     int32_t idx[4];
-    assert_int_equal(attest_ref_topk_row(lg, 3, 4, ATTEST_TOPK_SHORT_IDENTITY, idx), ATTEST_OK);
+    assert_ok(attest_ref_topk_row(lg, 3, 4, ATTEST_TOPK_SHORT_IDENTITY, idx));
     const int32_t e[4] = {0, 1, 2, -1};
     assert_memory_equal(idx, e, sizeof e);
-    assert_int_equal(attest_ref_topk_row(lg, 3, 4, ATTEST_TOPK_BY_SCORE, idx), ATTEST_OK);
+    assert_ok(attest_ref_topk_row(lg, 3, 4, ATTEST_TOPK_BY_SCORE, idx));
     const int32_t s[4] = {2, 0, -1, -1};
     assert_memory_equal(idx, s, sizeof s);
     /* L == k still takes the short rule (NaN position included). */
-    assert_int_equal(attest_ref_topk_row(lg, 3, 3, ATTEST_TOPK_SHORT_IDENTITY, idx), ATTEST_OK);
+    assert_ok(attest_ref_topk_row(lg, 3, 3, ATTEST_TOPK_SHORT_IDENTITY, idx));
     assert_true(idx[0] == 0 && idx[1] == 1 && idx[2] == 2);
-    assert_int_equal(attest_ref_topk_row(lg, 5, 2, ATTEST_TOPK_SHORT_IDENTITY, idx), ATTEST_OK);
+    assert_ok(attest_ref_topk_row(lg, 5, 2, ATTEST_TOPK_SHORT_IDENTITY, idx));
     assert_true(idx[0] == 3 && idx[1] == 2);
 }
 
@@ -316,7 +308,7 @@ static void test_topk_to_physical(void **state)
     const int32_t bt[4] = {7, 7, 5, 2}; /* request 1 has blocks 5, 2 */
     const int32_t logical[5] = {0, 63, 64, 127, -1};
     int32_t phys[5];
-    assert_int_equal(attest_topk_to_physical(bt, 2, 1, logical, 5, phys), ATTEST_OK);
+    assert_ok(attest_topk_to_physical(bt, 2, 1, logical, 5, phys));
     const int32_t e[5] = {320, 383, 128, 191, -1};
     assert_memory_equal(phys, e, sizeof e);
     const int32_t past[1] = {128};
@@ -359,8 +351,8 @@ static void mla_case(attest_case *c, attest_layout_id layout, int32_t P, int64_t
         p->extra_num_pages = 1;
         p->extra_topk = 2;
     }
-    assert_int_equal(attest_case_define_tensors(c, 1), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(c, 1));
+    assert_ok(attest_case_alloc_heap(c));
     attest_tensor *t = attest_case_tensor(c, "cache_bytes");
     memset(t->data, 0xFF, t->nbytes);
     if (extra) {
@@ -403,7 +395,7 @@ static void test_mla_one_token(void **state)
     idx[1] = -1;
     set_q0(&c, 0, BF16_1);
     double out[512], lse;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     assert_true(lse == 2.0);
     for (int d = 0; d < 512; d++) assert_true(out[d] == (d == 0 ? 4.0 : d == 448 ? 1.5 : 0.0));
     attest_case_free(&c);
@@ -448,7 +440,7 @@ static void test_mla_two_token_softmax(void **state)
     attest_case c;
     two_token_case(&c, 0, 0);
     double out[512], lse;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     expect_two_token(out, lse, 1.0);
     attest_case_free(&c);
 }
@@ -460,7 +452,7 @@ static void test_mla_extra_scope_one_softmax(void **state)
     attest_case c;
     two_token_case(&c, 0, 1);
     double out[512], lse;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     expect_two_token(out, lse, 1.0);
     attest_case_free(&c);
 }
@@ -477,24 +469,24 @@ static void test_mla_sink_conventions(void **state)
     float *sink = tensor(&c, "attn_sink");
     double out[512], lse;
     sink[0] = 0.5f;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     expect_two_token(out, lse, (e1 + e2) / (e1 + e2 + es));
     c.params.mla.lse_convention = ATTEST_LSE_INCLUDES_SINK;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     assert_true(fabs(lse - log(e1 + e2 + es)) < 1e-15);
     assert_true(fabs(out[448] - e1 / (e1 + e2 + es)) < 1e-15);
 
     sink[0] = INFINITY;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     assert_true(isinf(lse) && lse > 0);
     assert_true(out[0] == 0.0 && out[448] == 0.0);
     c.params.mla.lse_convention = ATTEST_LSE_EXCLUDES_SINK;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     assert_true(fabs(lse - lse0) < 1e-15 && out[0] == 0.0);
 
     sink[0] = -INFINITY;
     c.params.mla.lse_convention = ATTEST_LSE_INCLUDES_SINK;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     expect_two_token(out, lse, 1.0);
     attest_case_free(&c);
 }
@@ -513,17 +505,17 @@ static void test_mla_lonely_and_topk_length(void **state)
     double out[512], lse;
     idx[0] = idx[1] = idx[2] = -1;
     tl[0] = 3;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     assert_true(isinf(lse) && lse > 0);
     for (int d = 0; d < 512; d++) assert_true(out[d] == 0.0);
     idx[0] = 1;
     idx[1] = 999999; /* garbage past topk_length: never read, never an error */
     idx[2] = -7;
     tl[0] = 0;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     assert_true(isinf(lse) && out[0] == 0.0);
     tl[0] = 1; /* one token with score 1, sink 0.25: out[0] = 1 / (1 + e^(0.25 - 1)) */
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     assert_true(lse == 1.0);
     assert_true(fabs(out[0] - 1.0 / (1.0 + exp(-0.75))) < 1e-15);
     /* Inside topk_length, anything but -1 outside the pool is an error naming the element. */
@@ -562,7 +554,7 @@ static void test_mla_v32_layout(void **state)
     q[0] = BF16_2;
     q[512] = BF16_1;
     double out[512], lse;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     assert_true(lse == 1.25);
     for (int d = 0; d < 512; d++) assert_true(out[d] == (d == 0 ? 0.25 : 0.0));
     attest_case_free(&c);
@@ -580,11 +572,11 @@ static void test_mla_true_mode(void **state)
     for (int i = 0; i < 4 * 512; i++) kv[i] = NAN;
     for (int d = 0; d < 512; d++) kv[3 * 512 + d] = (float)d;
     double out[512], lse;
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_TRUE, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_TRUE, out, &lse));
     assert_true(lse == 0.0); /* q . K = K[0] = 0 */
     for (int d = 0; d < 512; d++) assert_true(out[d] == (double)d);
     /* The simulated mode on the all-NaN cache shows NaN: that slot IS selected. */
-    assert_int_equal(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&c, ATTEST_REF_SIMULATED, out, &lse));
     assert_true(isnan(lse) && isnan(out[0]));
     attest_case_free(&c);
 }
@@ -597,13 +589,13 @@ static void test_compute_dispatch(void **state)
     two_token_case(&c, 0, 0);
     double out[512], lse;
     double *outs[2] = {out, &lse};
-    assert_int_equal(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs), ATTEST_OK);
+    assert_ok(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs));
     expect_two_token(out, lse, 1.0);
     attest_case_free(&c);
     worked_indexer(&c, ATTEST_MASK_NEG_INF);
     double lg[4];
     double *louts[1] = {lg};
-    assert_int_equal(attest_ref_compute(&c, ATTEST_REF_SIMULATED, louts), ATTEST_OK);
+    assert_ok(attest_ref_compute(&c, ATTEST_REF_SIMULATED, louts));
     assert_true(lg[0] == 1.875 && lg[1] == 3.0 && isinf(lg[3]));
     /* True mode without truth tensors (they are last in the table) is an error naming one. */
     c.num_tensors -= 2;

@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/report.h"
 #include "attest/results.h"
 
@@ -170,20 +172,20 @@ static void grouped_failures(void **state)
 {
     (void)state;
     attest_failure_groups *g = NULL;
-    assert_int_equal(attest_failure_groups_create(2, &g), ATTEST_OK);
+    assert_ok(attest_failure_groups_create(2, &g));
     const double rels[5] = {0.1, 0.7, 0.3, 0.9, 0.2};
     for (uint64_t i = 0; i < 5; i++) {
         attest_case_record r = make_rec(10 + i, ATTEST_VERDICT_MISMATCH, ELEM, rels[i]);
-        assert_int_equal(attest_failure_groups_add(g, &r), ATTEST_OK);
+        assert_ok(attest_failure_groups_add(g, &r));
     }
     attest_case_record both = make_rec(20, ATTEST_VERDICT_MISMATCH, ELEM | COS, 0.05);
     attest_case_record crash = make_rec(30, ATTEST_VERDICT_CRASH, 0, 0);
     attest_case_record ok = make_rec(40, ATTEST_VERDICT_OK, 0, 0);
     attest_case_record unsupported = make_rec(41, ATTEST_VERDICT_UNSUPPORTED, 0, 0);
-    assert_int_equal(attest_failure_groups_add(g, &both), ATTEST_OK);
-    assert_int_equal(attest_failure_groups_add(g, &crash), ATTEST_OK);
-    assert_int_equal(attest_failure_groups_add(g, &ok), ATTEST_OK);
-    assert_int_equal(attest_failure_groups_add(g, &unsupported), ATTEST_OK);
+    assert_ok(attest_failure_groups_add(g, &both));
+    assert_ok(attest_failure_groups_add(g, &crash));
+    assert_ok(attest_failure_groups_add(g, &ok));
+    assert_ok(attest_failure_groups_add(g, &unsupported));
     assert_int_equal(attest_failure_groups_count(g), 7);
 
     capture c;
@@ -230,8 +232,8 @@ static void detail_indexer(void **state)
     p->blocks_per_req = 3;
     p->max_len = 192;
     p->masking = ATTEST_MASK_NEG_INF;
-    assert_int_equal(attest_case_define_tensors(&cs, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(&cs), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(&cs, 0));
+    assert_ok(attest_case_alloc_heap(&cs));
     int32_t *bt = attest_case_tensor(&cs, "block_table")->data;
     bt[2 * 3 + 1] = 9;
     ((int32_t *)attest_case_tensor(&cs, "context_lens")->data)[2] = 150;
@@ -335,8 +337,8 @@ static void detail_mla(void **state)
     p->sm_scale = 0.04f;
     p->has_topk_length = 1;
     p->has_sink = 1;
-    assert_int_equal(attest_case_define_tensors(&cs, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(&cs), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(&cs, 0));
+    assert_ok(attest_case_alloc_heap(&cs));
     int32_t *idx = attest_case_tensor(&cs, "indices")->data;
     const int32_t req1[8] = {0, 5, -1, 7, 9, -1, 11, 3}; /* first 6: 0,5,7,9 valid */
     memcpy(idx + 8, req1, sizeof req1);
@@ -448,18 +450,18 @@ static void show_results_file(void **state)
     prov.seed = 9;
     prov.cases_planned = 4;
     attest_results_writer *w = NULL;
-    assert_int_equal(attest_results_create(path, &prov, NULL, &w), ATTEST_OK);
+    assert_ok(attest_results_create(path, &prov, NULL, &w));
     attest_case_record recs[3] = {make_rec(0, ATTEST_VERDICT_OK, 0, 0),
                                   make_rec(1, ATTEST_VERDICT_MISMATCH, ELEM, 0.5),
                                   make_rec(2, ATTEST_VERDICT_OK, 0, 0)};
     for (int i = 0; i < 3; i++)
-        assert_int_equal(attest_results_append(w, &recs[i], NULL, NULL), ATTEST_OK);
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_INTERRUPTED), ATTEST_OK);
+        assert_ok(attest_results_append(w, &recs[i], NULL, NULL));
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_INTERRUPTED));
 
     attest_results_reader *r = NULL;
-    assert_int_equal(attest_results_open_read(path, &r), ATTEST_OK);
+    assert_ok(attest_results_open_read(path, &r));
     capture c;
-    assert_int_equal(attest_report_show(cap_open(&c), r, 0), ATTEST_OK);
+    assert_ok(attest_report_show(cap_open(&c), r, 0));
     const char *t = cap_text(&c);
     assert_contains(t, "(schema 3, interrupted)");
     assert_contains(t, "campaign: kernel mla-decode, candidate cpu-mla, seed 9, 3 cases of 4 planned");

@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/generator.h"
 #include "attest/layout.h"
 #include "attest/numerics.h"
@@ -41,7 +43,7 @@ static void make_case(fixture *fx)
     g.max_heads = 2;
     for (uint64_t seed = 1; seed < 500; seed++) {
         memset(&fx->c, 0, sizeof fx->c);
-        assert_int_equal(attest_generate_case(&g, seed, &fx->c), ATTEST_OK);
+        assert_ok(attest_generate_case(&g, seed, &fx->c));
         const attest_mla_params *p = &fx->c.params.mla;
         attest_tensor *idx = attest_case_tensor(&fx->c, "indices");
         if (p->has_extra || p->has_topk_length || !idx) {
@@ -74,7 +76,7 @@ static uint16_t *reference_without(fixture *fx, const unsigned char *drop)
     for (int32_t k = 0; k < p->topk; k++)
         if (drop[k]) fx->row[k] = -1;
     double *out = malloc(fx->out_count * sizeof *out), *lse = malloc(4096 * sizeof *lse);
-    assert_int_equal(attest_ref_mla_decode(&fx->c, ATTEST_REF_SIMULATED, out, lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&fx->c, ATTEST_REF_SIMULATED, out, lse));
     memcpy(fx->row, saved, (size_t)p->topk * sizeof *saved);
     uint16_t *bf = malloc(fx->out_count * sizeof *bf);
     for (size_t i = 0; i < fx->out_count; i++) bf[i] = attest_bf16_encode_f64(out[i]);
@@ -87,7 +89,7 @@ static uint16_t *reference_without(fixture *fx, const unsigned char *drop)
 static double row_change(fixture *fx, const uint16_t *a)
 {
     double *out = malloc(fx->out_count * sizeof *out), *lse = malloc(4096 * sizeof *lse);
-    assert_int_equal(attest_ref_mla_decode(&fx->c, ATTEST_REF_SIMULATED, out, lse), ATTEST_OK);
+    assert_ok(attest_ref_mla_decode(&fx->c, ATTEST_REF_SIMULATED, out, lse));
     double acc = 0.0;
     for (int32_t d = 0; d < fx->c.params.mla.d_v; d++) {
         const double x = (double)attest_bf16_decode(a[d]) - out[d];
@@ -115,11 +117,10 @@ static void expected_bytes(const attest_case *c, int32_t index, char *buf, size_
 {
     const attest_mla_params *p = &c->params.mla;
     attest_layout L;
-    assert_int_equal(attest_layout_make(p->layout, (uint32_t)p->page_size,
-                                        (uint64_t)p->page_stride, &L), ATTEST_OK);
+    assert_ok(attest_layout_make(p->layout, (uint32_t)p->page_size,
+                                 (uint64_t)p->page_stride, &L));
     attest_token_offsets off;
-    assert_int_equal(attest_layout_token_offsets(&L, (uint32_t)(index % p->page_size), &off),
-                     ATTEST_OK);
+    assert_ok(attest_layout_token_offsets(&L, (uint32_t)(index % p->page_size), &off));
     const uint64_t base = (uint64_t)(index / p->page_size) * L.page_stride;
     snprintf(buf, cap, "page %d at byte %" PRIu64 " (%d * %" PRIu64 "), in-page slot %d; fp8 bytes [%" PRIu64
              ", %" PRIu64 ")",

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "assert_ok.h"
 #include <hdf5.h>
 
 #include "attest/casefile.h"
@@ -84,7 +86,7 @@ static void assert_fixture_rows(attest_results_reader *r, uint64_t n)
     for (uint64_t i = 0;; i++) {
         attest_case_record got, want;
         int done = 0, has_repro = -1;
-        assert_int_equal(attest_results_next(r, &got, &has_repro, &done), ATTEST_OK);
+        assert_ok(attest_results_next(r, &got, &has_repro, &done));
         if (done) {
             assert_int_equal(i, n);
             break;
@@ -106,12 +108,12 @@ static void rows_round_trip(void **state)
     attest_results_writer *w = create(path, &opt);
     append_fixture_rows(w, 0, 1000);
     assert_int_equal(attest_results_rows_appended(w), 1000);
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_COMPLETE));
 
     attest_results_reader *r = open_read(path);
     assert_fixture_rows(r, 1000);
     uint64_t counts[ATTEST_VERDICT_COUNT_], unknown = 9;
-    assert_int_equal(attest_results_count_verdicts(r, counts, &unknown), ATTEST_OK);
+    assert_ok(attest_results_count_verdicts(r, counts, &unknown));
     /* by the fixture's rule: i%7==3 mismatch; else i%11==5 crash */
     uint64_t mismatch = 0, crash = 0;
     for (uint64_t i = 0; i < 1000; i++) {
@@ -125,7 +127,7 @@ static void rows_round_trip(void **state)
 
     attest_case_record rec;
     int has_repro;
-    assert_int_equal(attest_results_find_case(r, 777, &rec, &has_repro), ATTEST_OK);
+    assert_ok(attest_results_find_case(r, 777, &rec, &has_repro));
     assert_int_equal(rec.case_id, 777);
     assert_int_equal(attest_results_find_case(r, 5000, &rec, &has_repro), ATTEST_ERR_NOT_FOUND);
     assert_non_null(strstr(attest_last_error(), "5000"));
@@ -140,7 +142,7 @@ static void provenance_round_trip(void **state)
     const char *path = tmp_path("prov.h5");
     attest_results_writer *w = create(path, NULL);
     append_fixture_rows(w, 0, 3);
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_INTERRUPTED), ATTEST_OK);
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_INTERRUPTED));
     attest_results_reader *r = open_read(path);
     const attest_results_provenance *p = attest_results_provenance_of(r);
     attest_results_provenance want;
@@ -181,7 +183,7 @@ static void rows_survive_reopen(void **state)
     attest_results_writer *w = create(path, &opt);
     append_fixture_rows(w, 0, 250);
     assert_int_equal(attest_results_rows_flushed(w), 0); /* buffered: nothing due yet */
-    assert_int_equal(attest_results_flush(w), ATTEST_OK);
+    assert_ok(attest_results_flush(w));
     assert_int_equal(attest_results_rows_flushed(w), 250);
 
     attest_results_reader *r = open_read(path);
@@ -192,11 +194,11 @@ static void rows_survive_reopen(void **state)
     attest_results_close_read(r);
 
     append_fixture_rows(w, 250, 400);
-    assert_int_equal(attest_results_flush(w), ATTEST_OK);
+    assert_ok(attest_results_flush(w));
     r = open_read(path);
     assert_fixture_rows(r, 400);
     attest_results_close_read(r);
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_COMPLETE));
 
     for (int round = 0; round < 2; round++) {
         r = open_read(path);
@@ -220,14 +222,14 @@ static void flush_policy(void **state)
     assert_int_equal(attest_results_rows_flushed(w), 10);
     append_fixture_rows(w, 10, 25);
     assert_int_equal(attest_results_rows_flushed(w), 20);
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_COMPLETE));
 
     opt.flush_rows = 1000;
     opt.flush_interval_s = 0.0;
     w = create(tmp_path("policy0.h5"), &opt);
     append_fixture_rows(w, 0, 5);
     assert_int_equal(attest_results_rows_flushed(w), 5);
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_COMPLETE));
 
     /* Cases slower than the interval are flushed as they come. */
     opt.flush_rows = 1000;
@@ -241,7 +243,7 @@ static void flush_policy(void **state)
     usleep(60000);
     append_fixture_rows(w, 2, 3);
     assert_int_equal(attest_results_rows_flushed(w), 3);
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_COMPLETE));
 
     opt.flush_interval_s = -1.0;
     attest_results_provenance p;
@@ -276,7 +278,7 @@ static void bad_files_clean_errors(void **state)
     const char *good = tmp_path("good.h5");
     attest_results_writer *w = create(good, NULL);
     append_fixture_rows(w, 0, 300);
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_COMPLETE));
     struct stat sb;
     assert_int_equal(stat(good, &sb), 0);
 
@@ -326,7 +328,7 @@ static void bad_files_clean_errors(void **state)
 static void make_failing_case(uint64_t seed, attest_case *c, attest_case_outputs *o)
 {
     attest_gen_options gen = attest_gen_defaults(ATTEST_KERNEL_INDEXER);
-    assert_int_equal(attest_generate_case(&gen, seed, c), ATTEST_OK);
+    assert_ok(attest_generate_case(&gen, seed, c));
     memset(o, 0, sizeof *o);
     attest_tensor *logits = attest_case_tensor(c, "logits");
     assert_non_null(logits);
@@ -409,8 +411,8 @@ static void repro_round_trip(void **state)
     /* A passing case given with its case stores nothing. */
     attest_case_record ok;
     fixture_record(4, &ok);
-    assert_int_equal(attest_results_append(w, &ok, &c, &o), ATTEST_OK);
-    assert_int_equal(attest_results_flush(w), ATTEST_OK);
+    assert_ok(attest_results_append(w, &ok, &c, &o));
+    assert_ok(attest_results_flush(w));
 
     char sibling[1024];
     snprintf(sibling, sizeof sibling, "%s.repro/case-3.h5", path);
@@ -422,7 +424,7 @@ static void repro_round_trip(void **state)
     assert_non_null(strstr(attest_last_error(), "passed"));
     attest_results_close_read(r);
 
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_COMPLETE));
     char dir[1024];
     snprintf(dir, sizeof dir, "%s.repro", path);
     struct stat sb;
@@ -431,7 +433,7 @@ static void repro_round_trip(void **state)
     assert_repro(r, 3, &c, &o, path, "repro/3");
     attest_case_record back;
     int has_repro = 0;
-    assert_int_equal(attest_results_find_case(r, 3, &back, &has_repro), ATTEST_OK);
+    assert_ok(attest_results_find_case(r, 3, &back, &has_repro));
     assert_int_equal(has_repro, 1);
     attest_results_close_read(r);
     attest_case_outputs_free(&o);
@@ -454,17 +456,17 @@ static void repro_failure_keeps_row(void **state)
     c.params.indexer.num_blocks = 1;
     c.params.indexer.blocks_per_req = 1;
     c.params.indexer.max_len = 64;
-    assert_int_equal(attest_case_define_tensors(&c, 0), ATTEST_OK); /* tensors not placed */
+    assert_ok(attest_case_define_tensors(&c, 0)); /* tensors not placed */
     attest_case_record rec;
     failing_record(0, 1, &rec);
     assert_int_not_equal(attest_results_append(w, &rec, &c, NULL), ATTEST_OK);
     assert_non_null(strstr(attest_last_error(), "not placed"));
     assert_int_equal(attest_results_rows_appended(w), 1);
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_COMPLETE));
     attest_results_reader *r = open_read(path);
     attest_case_record back;
     int has_repro = -1;
-    assert_int_equal(attest_results_read_row(r, 0, &back, &has_repro), ATTEST_OK);
+    assert_ok(attest_results_read_row(r, 0, &back, &has_repro));
     assert_int_equal(has_repro, 0);
     assert_int_equal(back.verdict, ATTEST_VERDICT_MISMATCH);
     attest_results_close_read(r);
@@ -486,19 +488,19 @@ static void repro_limits(void **state)
         attest_case_record rec;
         failing_record(id, 5, &rec);
         if (id == 3) rec.failed_gates = ATTEST_GATE_BIT(ATTEST_GATE_COSINE); /* new signature */
-        assert_int_equal(attest_results_append(w, &rec, &c, &o), ATTEST_OK);
+        assert_ok(attest_results_append(w, &rec, &c, &o));
     }
     attest_case_record rec;
     failing_record(4, 5, &rec);
     rec.verdict = ATTEST_VERDICT_CRASH; /* a third signature, past max_repros */
-    assert_int_equal(attest_results_append(w, &rec, &c, &o), ATTEST_OK);
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    assert_ok(attest_results_append(w, &rec, &c, &o));
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_COMPLETE));
     attest_results_reader *r = open_read(path);
     const int want[5] = {1, 1, 0, 1, 0};
     for (uint64_t id = 0; id < 5; id++) {
         attest_case_record back;
         int has_repro = -1;
-        assert_int_equal(attest_results_find_case(r, id, &back, &has_repro), ATTEST_OK);
+        assert_ok(attest_results_find_case(r, id, &back, &has_repro));
         assert_int_equal(has_repro, want[id]);
     }
     char p[1024], g[64];
@@ -527,7 +529,7 @@ static void leftover_repro_dir(void **state)
     attest_results_writer *w = create(path, NULL);
     struct stat sb;
     assert_int_not_equal(stat(dir, &sb), 0);
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_COMPLETE));
 
     assert_int_equal(mkdir(dir, 0777), 0);
     snprintf(f, sizeof f, "%s/notes.txt", dir);

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/results.h"
 
 static void written_device_is_read_back(void **state)
@@ -23,12 +25,12 @@ static void written_device_is_read_back(void **state)
     attest_results_provenance prov;
     attest_results_provenance_init(&prov);
     attest_results_writer *w = NULL;
-    assert_int_equal(attest_results_create(path, &prov, NULL, &w), ATTEST_OK);
+    assert_ok(attest_results_create(path, &prov, NULL, &w));
     attest_results_set_device(w, "");   /* a host candidate's worker: nothing changes */
     attest_results_set_device(w, "NVIDIA H200 (sm_90, 140 GiB), CUDA runtime 13.0, driver 13.0");
-    assert_int_equal(attest_results_close(w, ATTEST_RESULTS_COMPLETE), ATTEST_OK);
+    assert_ok(attest_results_close(w, ATTEST_RESULTS_COMPLETE));
     attest_results_reader *r = NULL;
-    assert_int_equal(attest_results_open_read(path, &r), ATTEST_OK);
+    assert_ok(attest_results_open_read(path, &r));
     const attest_results_provenance *p = attest_results_provenance_of(r);
     assert_string_equal(p->device, "NVIDIA H200 (sm_90, 140 GiB)");
     assert_string_equal(p->cuda_version, "runtime 13.0, driver 13.0");

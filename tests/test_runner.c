@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "runner_test_util.h"
 
 /* --- candidates ------------------------------------------------------------------------- */
@@ -101,6 +103,30 @@ static int run_reversed(void *ctx, const attest_kernel_args *a)
     return 0;
 }
 
+/* Two findings at once: a wrong value, and a write past the end of the output. */
+static int run_oob_wrong(void *ctx, const attest_kernel_args *a)
+{
+    run_oob(ctx, a);
+    a->u.indexer.logits[0] += 1000.0f;
+    return 0;
+}
+
+/* A wrong value on every run, and another that changes from run to run. */
+static int run_nondet_wrong(void *ctx, const attest_kernel_args *a)
+{
+    run_nondet(ctx, a);
+    a->u.indexer.logits[0] += 1000.0f;
+    return 0;
+}
+
+/* A write past the end of the output and a changed input. */
+static int run_oob_writes_input(void *ctx, const attest_kernel_args *a)
+{
+    run_oob(ctx, a);
+    ((uint8_t *)a->u.indexer.cache)[5] ^= 0x40;
+    return 0;
+}
+
 static int run_mla_skips(void *ctx, const attest_kernel_args *a)
 {
     const attest_mla_args *m = &a->u.mla;
@@ -121,6 +147,9 @@ CANDIDATE(c_unspec, "unspecified", IDX, .run = run_garbage_past,
           .conventions = {.masking = ATTEST_MASK_UNSPECIFIED});
 CANDIDATE(c_garbage, "garbage-neg-inf", IDX, .run = run_garbage_past);
 CANDIDATE(c_reversed, "reversed", IDX, .run = run_reversed);
+CANDIDATE(c_oob_wrong, "oob-wrong", IDX, .run = run_oob_wrong);
+CANDIDATE(c_nondet_wrong, "nondet-wrong", IDX, .run = run_nondet_wrong);
+CANDIDATE(c_oob_input, "oob-writes-input", IDX, .run = run_oob_writes_input);
 CANDIDATE(c_mla_good, "mla-good", ATTEST_KERNEL_MLA_DECODE, .run = run_good);
 CANDIDATE(c_mla_skips, "mla-skips", ATTEST_KERNEL_MLA_DECODE, .run = run_mla_skips);
 
@@ -184,6 +213,34 @@ static void test_integrity_verdicts(void **state)
     assert_no_children();
 }
 
+/* Findings that co-occur: the verdict is the one runner.h ranks first, and every finding stays
+ * in the record (integrity flags, failed gates), isolated and in-process alike. */
+static void test_findings_cooccur(void **state)
+{
+    (void)state;
+    const uint32_t element = ATTEST_GATE_BIT(ATTEST_GATE_ELEMENT);
+    for (int isolate = 0; isolate <= 1; isolate++) {
+        /* canary + mismatch: OUT_OF_BOUNDS_WRITE over MISMATCH */
+        attest_case_record rec = judge_once(&c_oob_wrong, isolate, 0.5f);
+        expect(&rec, ATTEST_VERDICT_OUT_OF_BOUNDS_WRITE, "canary after 'logits'");
+        assert_int_equal(rec.integrity_flags, ATTEST_INTEGRITY_CANARY);
+        assert_true(rec.failed_gates & element);
+
+        /* nondeterminism + mismatch: NONDETERMINISTIC over MISMATCH */
+        rec = judge_once(&c_nondet_wrong, isolate, 0.5f);
+        expect(&rec, ATTEST_VERDICT_NONDETERMINISTIC, "differs bitwise");
+        assert_int_equal(rec.integrity_flags, ATTEST_INTEGRITY_NONDETERMINISM);
+        assert_true(rec.failed_gates & element);
+
+        /* canary + changed input: OUT_OF_BOUNDS_WRITE over INPUT_MODIFIED */
+        rec = judge_once(&c_oob_input, isolate, 0.5f);
+        expect(&rec, ATTEST_VERDICT_OUT_OF_BOUNDS_WRITE, NULL);
+        assert_int_equal(rec.integrity_flags,
+                         ATTEST_INTEGRITY_CANARY | ATTEST_INTEGRITY_INPUT_MODIFIED);
+    }
+    assert_no_children();
+}
+
 /* Declared conventions reach the reference: "unspecified" masking compares only valid
  * positions, while the same garbage under -inf masking fails the nonfinite gate. */
 static void test_masking_convention(void **state)
@@ -225,7 +282,7 @@ static void test_mla_outputs(void **state)
         toy_mla_case(&c, 4);
         attest_case_record rec;
         attest_case_outputs keep;
-        assert_int_equal(attest_runner_judge(r, &c, &rec, &keep), ATTEST_OK);
+        assert_ok(attest_runner_judge(r, &c, &rec, &keep));
         expect(&rec, ATTEST_VERDICT_OK, NULL);
         assert_int_equal(rec.num_outputs, 2);
         assert_string_equal(rec.outputs[0].output, "out_bf16");
@@ -244,7 +301,7 @@ static void test_mla_outputs(void **state)
         attest_runner_destroy(r);
 
         r = make_runner(&c_mla_skips, isolate, 10.0);
-        assert_int_equal(attest_runner_judge(r, &c, &rec, NULL), ATTEST_OK);
+        assert_ok(attest_runner_judge(r, &c, &rec, NULL));
         expect(&rec, ATTEST_VERDICT_MISMATCH, "out_bf16");
         assert_int_equal(rec.outputs[0].unwritten, 1);
         assert_int_equal(rec.outputs[1].failed_gates, 0);
@@ -281,7 +338,7 @@ static void test_reference_phase(void **state)
     o.timeout_seconds = 0.3;
     o.reference = slow_reference;
     attest_runner *r = NULL;
-    assert_int_equal(attest_runner_create(&c_good, &o, &r), ATTEST_OK);
+    assert_ok(attest_runner_create(&c_good, &o, &r));
     attest_case_record rec = judge_indexer(r, 0.5f, 0);
     expect(&rec, ATTEST_VERDICT_OK, NULL);
     assert_true(rec.ref_seconds >= 0.7);
@@ -289,7 +346,7 @@ static void test_reference_phase(void **state)
     for (int isolate = 0; isolate <= 1; isolate++) {
         o.reference = failing_reference;
         o.isolate = isolate;
-        assert_int_equal(attest_runner_create(&c_good, &o, &r), ATTEST_OK);
+        assert_ok(attest_runner_create(&c_good, &o, &r));
         rec = judge_indexer(r, 0.5f, 0);
         expect(&rec, ATTEST_VERDICT_HARNESS_ERROR, "reference failed: toy reference refuses");
         attest_runner_destroy(r);
@@ -325,6 +382,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_ok),
         cmocka_unit_test(test_integrity_verdicts),
+        cmocka_unit_test(test_findings_cooccur),
         cmocka_unit_test(test_masking_convention),
         cmocka_unit_test(test_topk_gate),
         cmocka_unit_test(test_mla_outputs),

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/device.h"
 #include "attest/runner.h"
 #include "runner_toys.h"
@@ -182,7 +184,7 @@ static attest_case_record judge(attest_runner *r, float w)
     attest_case c;
     toy_indexer_case(&c, 2, 64, 40, w, 0, 1);
     attest_case_record rec;
-    assert_int_equal(attest_runner_judge(r, &c, &rec, NULL), ATTEST_OK);
+    assert_ok(attest_runner_judge(r, &c, &rec, NULL));
     attest_case_free(&c);
     return rec;
 }

@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/case.h"
 #include "attest/compare.h"
 #include "attest/layout.h"
@@ -49,10 +51,10 @@ static void build(attest_case *c, uint64_t seed, int positive_weights)
     p->blocks_per_req = BLOCKS;
     p->max_len = L;
     p->masking = ATTEST_MASK_NEG_INF;
-    assert_int_equal(attest_case_define_tensors(c, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(c, 0));
+    assert_ok(attest_case_alloc_heap(c));
     attest_layout layout;
-    assert_int_equal(attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, 64, 0, &layout), ATTEST_OK);
+    assert_ok(attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, 64, 0, &layout));
 
     attest_rng rng;
     attest_rng_seed(&rng, seed);
@@ -64,9 +66,8 @@ static void build(attest_case *c, uint64_t seed, int positive_weights)
     for (size_t i = 0; i < (size_t)L * D; ++i)
         values[i] = (float)attest_rng_normal_portable(&rng, 0, 1);
     const attest_scale_policy sp = {ATTEST_SCALE_RAW, ATTEST_UE8M0_DEEPGEMM, ATTEST_FP8_NONSAT};
-    assert_int_equal(attest_pool_encode(&layout, attest_case_tensor(c, "cache_bytes")->data, BLOCKS,
-                                        table, L, values, &sp),
-                     ATTEST_OK);
+    assert_ok(attest_pool_encode(&layout, attest_case_tensor(c, "cache_bytes")->data, BLOCKS,
+                                 table, L, values, &sp));
     free(values);
     uint8_t *q = attest_case_tensor(c, "q_fp8")->data;
     for (size_t i = 0; i < (size_t)H * D; ++i)
@@ -138,7 +139,7 @@ static void check_policy(const attest_policy *p, const double *ref, const float 
                          const attest_case *c, budget worst)
 {
     attest_tolerance tol;
-    assert_int_equal(attest_policy_lookup(p, ATTEST_KERNEL_INDEXER, "logits", &tol), ATTEST_OK);
+    assert_ok(attest_policy_lookup(p, ATTEST_KERNEL_INDEXER, "logits", &tol));
     attest_tensor_metrics m;
     memset(&m, 0, sizeof m);
     const attest_tensor *t = attest_case_tensor_const(c, "logits");
@@ -147,7 +148,7 @@ static void check_policy(const attest_policy *p, const double *ref, const float 
          * bound is a worst case over orders; these five orders use a fraction of it). */
         double *bound = malloc(L * sizeof *bound), *vals = malloc(L * sizeof *vals);
         assert_true(bound && vals);
-        assert_int_equal(attest_ref_indexer_bounds(c, &tol.model, vals, bound), ATTEST_OK);
+        assert_ok(attest_ref_indexer_bounds(c, &tol.model, vals, bound));
         double worst_ratio = 0;
         for (int32_t i = 0; i < L; ++i) {
             assert_true(vals[i] == ref[i]);
@@ -156,18 +157,16 @@ static void check_policy(const attest_policy *p, const double *ref, const float 
         }
         printf("    %s: max |err| / element tolerance %.3f\n", attest_policy_name(p), worst_ratio);
         assert_true(worst_ratio <= 0.5);
-        assert_int_equal(attest_compare_tensor_bounded(ref, bound, cand, ATTEST_DTYPE_F32, (size_t)L,
-                                                       t->shape, t->rank, NULL, 0, &tol, &m),
-                         ATTEST_OK);
+        assert_ok(attest_compare_tensor_bounded(ref, bound, cand, ATTEST_DTYPE_F32, (size_t)L,
+                                                t->shape, t->rank, NULL, 0, &tol, &m));
         free(bound);
         free(vals);
     } else {
         /* Fixed bounds: at least 4x over the worst measured error in both senses. */
         assert_true(tol.atol_ref_scale >= 4 * worst.scaled);
         assert_true(tol.rtol >= 4 * worst.rel_big);
-        assert_int_equal(attest_compare_tensor(ref, cand, ATTEST_DTYPE_F32, (size_t)L, t->shape,
-                                               t->rank, NULL, 0, &tol, &m),
-                         ATTEST_OK);
+        assert_ok(attest_compare_tensor(ref, cand, ATTEST_DTYPE_F32, (size_t)L, t->shape,
+                                        t->rank, NULL, 0, &tol, &m));
     }
     assert_int_equal(m.failed_gates, 0);
 }
@@ -177,12 +176,12 @@ static void test_indexer_float32_budget(void **state)
 {
     (void)state;
     attest_policy *def = NULL, *strict = NULL;
-    assert_int_equal(attest_policy_default(&def), ATTEST_OK);
+    assert_ok(attest_policy_default(&def));
     const char *src = getenv("ATTEST_SOURCE_DIR");
     if (src != NULL) {
         char path[1024];
         snprintf(path, sizeof path, "%s/policies/strict.json", src);
-        assert_int_equal(attest_policy_load(path, &strict), ATTEST_OK);
+        assert_ok(attest_policy_load(path, &strict));
     }
     double *ref = malloc(L * sizeof *ref);
     float *cand = malloc(L * sizeof *cand);
@@ -192,9 +191,8 @@ static void test_indexer_float32_budget(void **state)
     for (int pos = 0; pos < 2; ++pos) {
         attest_case c;
         build(&c, 4242 + (uint64_t)pos, pos);
-        assert_int_equal(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
-                                                   ATTEST_INDEXER_ORDER_KERNEL, ref),
-                         ATTEST_OK);
+        assert_ok(attest_ref_indexer_logits(&c, ATTEST_REF_SIMULATED,
+                                            ATTEST_INDEXER_ORDER_KERNEL, ref));
         for (int o = 0; o < NUM_ORDERS; ++o) {
             fp32_logits(&c, o, cand);
             budget b = measure(ref, cand);

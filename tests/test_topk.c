@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/reference_topk.h"
 #include "attest/topk.h"
 #include "attest/topk_candidates.h"
@@ -30,7 +32,7 @@ static void hand_case(attest_topk_case *c, int32_t len)
     memset(c, 0, sizeof *c);
     c->p = (attest_topk_params){.b = 1, .next_n = 1, .width = 8, .k = 4, .blocks_per_req = 1,
                                 .num_blocks = 3};
-    assert_int_equal(attest_topk_case_alloc(c), ATTEST_OK);
+    assert_ok(attest_topk_case_alloc(c));
     const float v[8] = {1, 5, 3, 3, NAN, 3, 9, 9};
     memcpy(c->logits, v, sizeof v);
     c->context_lens[0] = len;
@@ -41,7 +43,7 @@ static uint32_t judge(const attest_topk_case *c, const int32_t *ref, const int32
                       const int32_t *phys, attest_topk_order order, attest_topk_rule rule)
 {
     attest_topk_verdict v;
-    assert_int_equal(attest_topk_judge(c, ref, idx, phys, order, rule, &v), ATTEST_OK);
+    assert_ok(attest_topk_judge(c, ref, idx, phys, order, rule, &v));
     if (v.failed) assert_true(v.first_row >= 0 && v.detail[0] != '\0');
     return v.failed;
 }
@@ -55,16 +57,16 @@ static void test_reference_hand_row(void **state)
     attest_topk_case c;
     hand_case(&c, 6);
     int32_t ref[4], phys[4];
-    assert_int_equal(attest_ref_topk_case(&c, ATTEST_TOPK_BY_SCORE, ref, phys), ATTEST_OK);
+    assert_ok(attest_ref_topk_case(&c, ATTEST_TOPK_BY_SCORE, ref, phys));
     assert_memory_equal(ref, ref6, sizeof ref);
     const int32_t want_phys[4] = {129, 130, 131, 133};
     assert_memory_equal(phys, want_phys, sizeof phys);
     /* Length 3 <= k: by score {1, 2, 0, -1}; short identity {0, 1, 2, -1}. */
     c.context_lens[0] = 3;
-    assert_int_equal(attest_ref_topk_case(&c, ATTEST_TOPK_BY_SCORE, ref, NULL), ATTEST_OK);
+    assert_ok(attest_ref_topk_case(&c, ATTEST_TOPK_BY_SCORE, ref, NULL));
     const int32_t by_score[4] = {1, 2, 0, -1};
     assert_memory_equal(ref, by_score, sizeof ref);
-    assert_int_equal(attest_ref_topk_case(&c, ATTEST_TOPK_SHORT_IDENTITY, ref, NULL), ATTEST_OK);
+    assert_ok(attest_ref_topk_case(&c, ATTEST_TOPK_SHORT_IDENTITY, ref, NULL));
     const int32_t identity[4] = {0, 1, 2, -1};
     assert_memory_equal(ref, identity, sizeof ref);
     attest_topk_case_free(&c);
@@ -183,8 +185,8 @@ static void test_generator_coverage(void **state)
     (void)state;
     attest_topk_gen_bounds g = attest_topk_gen_defaults();
     attest_topk_case a, b;
-    assert_int_equal(attest_topk_generate(42, &g, &a), ATTEST_OK);
-    assert_int_equal(attest_topk_generate(42, &g, &b), ATTEST_OK);
+    assert_ok(attest_topk_generate(42, &g, &a));
+    assert_ok(attest_topk_generate(42, &g, &b));
     assert_memory_equal(&a.p, &b.p, sizeof a.p);
     assert_memory_equal(a.logits, b.logits,
                         (size_t)attest_topk_rows(&a.p) * (size_t)a.p.width * sizeof(float));
@@ -194,10 +196,10 @@ static void test_generator_coverage(void **state)
         winning_past = 0;
     for (uint64_t i = 0; i < 500; i++) {
         attest_topk_case c;
-        assert_int_equal(attest_topk_generate(attest_topk_case_seed(7, i), &g, &c), ATTEST_OK);
+        assert_ok(attest_topk_generate(attest_topk_case_seed(7, i), &g, &c));
         int32_t *ref = malloc((size_t)attest_topk_rows(&c.p) * (size_t)c.p.k * sizeof *ref);
         assert_non_null(ref);
-        assert_int_equal(attest_ref_topk_case(&c, ATTEST_TOPK_BY_SCORE, ref, NULL), ATTEST_OK);
+        assert_ok(attest_ref_topk_case(&c, ATTEST_TOPK_BY_SCORE, ref, NULL));
         for (int32_t r = 0; r < attest_topk_rows(&c.p); r++) {
             const int32_t len = attest_topk_row_length(&c, r);
             const float *row = c.logits + (size_t)r * (size_t)c.p.width;
@@ -251,10 +253,9 @@ static void test_correct_candidates_pass(void **state)
         correct++;
         for (uint64_t i = 0; i < GATE_CASES; i++) {
             attest_topk_case c;
-            assert_int_equal(attest_topk_generate(attest_topk_case_seed(11, i), NULL, &c),
-                             ATTEST_OK);
+            assert_ok(attest_topk_generate(attest_topk_case_seed(11, i), NULL, &c));
             attest_topk_verdict v;
-            assert_int_equal(attest_topk_judge_candidate(list[j], &c, &v), ATTEST_OK);
+            assert_ok(attest_topk_judge_candidate(list[j], &c, &v));
             if (v.failed) print_error("%s case %llu: %s\n", list[j]->name, (unsigned long long)i,
                                       v.detail);
             assert_int_equal(v.failed, 0);
@@ -279,10 +280,9 @@ static void test_mutants_fail(void **state)
         int failed = 0, named = 0;
         for (uint64_t i = 0; i < 500; i++) {
             attest_topk_case c;
-            assert_int_equal(attest_topk_generate(attest_topk_case_seed(13, i), NULL, &c),
-                             ATTEST_OK);
+            assert_ok(attest_topk_generate(attest_topk_case_seed(13, i), NULL, &c));
             attest_topk_verdict v;
-            assert_int_equal(attest_topk_judge_candidate(list[j], &c, &v), ATTEST_OK);
+            assert_ok(attest_topk_judge_candidate(list[j], &c, &v));
             failed += v.failed != 0;
             named += (v.failed & BIT(expect)) != 0;
             attest_topk_case_free(&c);
@@ -309,10 +309,10 @@ static void test_unwritten_and_run_failure(void **state)
     attest_topk_case c;
     hand_case(&c, 6);
     attest_topk_verdict v;
-    assert_int_equal(attest_topk_judge_candidate(&lazy, &c, &v), ATTEST_OK);
+    assert_ok(attest_topk_judge_candidate(&lazy, &c, &v));
     assert_true(v.failed & BIT(ATTEST_TOPK_CHECK_RANGE));
     lazy.run = run_fails;
-    assert_int_equal(attest_topk_judge_candidate(&lazy, &c, &v), ATTEST_OK);
+    assert_ok(attest_topk_judge_candidate(&lazy, &c, &v));
     assert_true(v.failed & BIT(ATTEST_TOPK_CHECK_RUN));
     char buf[64];
     attest_topk_check_mask_string(BIT(ATTEST_TOPK_CHECK_RECALL) | BIT(ATTEST_TOPK_CHECK_ORDER), buf,

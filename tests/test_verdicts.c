@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/generator.h"
 #include "attest/reference.h"
 #include "attest/registry.h"
@@ -69,7 +71,7 @@ static attest_runner *make_runner(const attest_candidate *cand)
     opt.reference = attest_ref_simulated;
     opt.timeout_seconds = 1.0; /* the hang mutants spin forever: keep the test short */
     attest_runner *r = NULL;
-    assert_int_equal(attest_runner_create(cand, &opt, &r), ATTEST_OK);
+    assert_ok(attest_runner_create(cand, &opt, &r));
     return r;
 }
 
@@ -80,10 +82,10 @@ static attest_verdict judge(attest_runner *r, const attest_candidate *cand, uint
     attest_gen_options g = attest_gen_defaults(cand->kernel);
     attest_case c;
     memset(&c, 0, sizeof c);
-    assert_int_equal(attest_generate_case(&g, attest_case_seed(seed, i), &c), ATTEST_OK);
+    assert_ok(attest_generate_case(&g, attest_case_seed(seed, i), &c));
     attest_case_record rec;
     memset(&rec, 0, sizeof rec);
-    assert_int_equal(attest_runner_judge(r, &c, &rec, NULL), ATTEST_OK);
+    assert_ok(attest_runner_judge(r, &c, &rec, NULL));
     snprintf(params, cap, "%s [%s]", rec.params, rec.message);
     attest_case_free(&c);
     return rec.verdict;

@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "runner_test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -199,7 +201,7 @@ static void test_arena_growth(void **state)
     expect(&rec, ATTEST_VERDICT_OK, NULL);
     attest_case big;
     toy_indexer_case(&big, 2, 64, 40, 0.5f, 0, 1200); /* ~10 MB cache */
-    assert_int_equal(attest_runner_judge(r, &big, &rec, NULL), ATTEST_OK);
+    assert_ok(attest_runner_judge(r, &big, &rec, NULL));
     expect(&rec, ATTEST_VERDICT_OK, NULL);
     attest_case_free(&big);
     rec = judge_indexer(r, 0.5f, 0);
@@ -240,12 +242,12 @@ static double per_case_seconds(int isolate, int n)
     attest_case c;
     toy_indexer_case(&c, 1, 64, 40, 0.5f, 0, 1);
     attest_case_record rec;
-    assert_int_equal(attest_runner_judge(r, &c, &rec, NULL), ATTEST_OK); /* worker started */
+    assert_ok(attest_runner_judge(r, &c, &rec, NULL)); /* worker started */
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int ok = 0;
     for (int i = 0; i < n; i++) {
-        assert_int_equal(attest_runner_judge(r, &c, &rec, NULL), ATTEST_OK);
+        assert_ok(attest_runner_judge(r, &c, &rec, NULL));
         ok += rec.verdict == ATTEST_VERDICT_OK;
     }
     const double per = seconds_since(&t0) / n;
@@ -257,8 +259,8 @@ static double per_case_seconds(int isolate, int n)
     return per;
 }
 
-/* The harness's per-case cost on a tiny case, isolated and in-process (printed: the number the
- * issue asks for). A process start per case would cost milliseconds; the bound is loose. */
+/* The harness's per-case cost on a tiny case, isolated and in-process (printed, for
+ * README.md's figure). A process start per case would cost milliseconds; the bound is loose. */
 static void test_overhead(void **state)
 {
     (void)state;

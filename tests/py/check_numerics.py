@@ -51,7 +51,7 @@ def nan_aware_equal_f32(a, b):
 
 
 def boundary_f32():
-    """Every value the issue names plus the edges of each format, as float32."""
+    """The rounding and overflow boundaries (448, 464, 480, subnormals) plus the edges of each format, as float32."""
     v = [464.0, 480.0, 448.0, 449.0, 0.0, 2.0**-10, 1.5 * 2.0**-10, 2.0**-9, 2.0**-6, 1.0,
          np.inf, np.nan, 1e-4, 1e-8, 1e-4 * 448, 1e-8 * 448, 2.0**-127, 2.0**-126, 2.0**127,
          2.0**128 * (1 - 2.0**-24), float(np.finfo(np.float32).tiny),

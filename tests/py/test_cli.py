@@ -18,7 +18,7 @@ def main():
         return 77
     tmp = tempfile.mkdtemp(prefix="attest-cli-")
 
-    # The acceptance commands: correct candidates pass 200 cases, exit 0.
+    # The README's first commands: correct candidates pass 200 cases, exit 0.
     for kernel, cand in (("indexer", "cpu-indexer"), ("mla-decode", "cpu-mla-decode")):
         rc, out, err = run("run", "--kernel", kernel, "--candidate", cand, "--cases", "200",
                            "--seed", "1")

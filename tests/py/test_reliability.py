@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 15, end to end: nothing lost, nothing silently wrong, nothing run or read that the user
+"""Reliability, end to end: nothing lost, nothing silently wrong, nothing run or read that the user
 did not name. One section per finding; each check failed on the code before the fix.
 
 usage: test_reliability.py HOSTILE_PLUGIN.so HAZARD1.so,HAZARD2.so,...
@@ -132,7 +132,7 @@ def finding_2_lock(tmp):
                         "--force")
     one_line_error(rc, o, err, "a second writer of the same --out")
     check(f"pid {first.pid}" in err, f"the lock message does not name the holder: {err!r}")
-    # The interrupted first run does not pass (issue 11): INTERRUPTED, exit 130.
+    # The interrupted first run does not pass: INTERRUPTED, exit 130.
     first.send_signal(signal.SIGINT)
     o, err = first.communicate(timeout=60)
     check(first.returncode == 130, f"SIGINT: exit {first.returncode}, expected 130")

@@ -1,4 +1,4 @@
-# Registrations owned by the lead: end-to-end verdicts (slow tier) and GPU tests.
+# End to end: the verdicts of every candidate (slow tier), the GPU tests and the CLI checks.
 list(APPEND ATTEST_CUSTOM_TESTS test_verdicts test_gpu)
 attest_add_cmocka_test(test_verdicts test_verdicts.c LABELS "slow;verdicts" TIMEOUT 900)
 if(ATTEST_HAVE_CUDA)
