@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "assert_ok.h"
+
 #include "attest/case.h"
 #include "attest/judge.h"
 #include "attest/policy.h"
@@ -60,8 +62,8 @@ static void make_case(attest_case *c, attest_masking masking, int32_t topk)
     p->max_len = 4;
     p->masking = masking;
     p->topk = topk;
-    assert_int_equal(attest_case_define_tensors(c, 0), ATTEST_OK);
-    assert_int_equal(attest_case_alloc_heap(c), ATTEST_OK);
+    assert_ok(attest_case_define_tensors(c, 0));
+    assert_ok(attest_case_alloc_heap(c));
     attest_tensor *t = attest_case_tensor(c, "context_lens");
     assert_non_null(t);
     ((int32_t *)t->data)[0] = 2;
@@ -125,7 +127,7 @@ static void test_rounded_expected_widens_bound(void **state)
     attest_case c;
     attest_tensor_metrics m;
     attest_judge_scratch *s = NULL;
-    assert_int_equal(attest_judge_scratch_new(&s), ATTEST_OK);
+    assert_ok(attest_judge_scratch_new(&s));
     make_case(&c, ATTEST_MASK_NEG_INF, 0);
 
     const attest_judge_expected exact = {exp_v, ATTEST_DTYPE_F64, bound};
