@@ -1,12 +1,19 @@
 /* bench_references: times the CPU references on production shapes.
  *
- *   bench_references [--reps N] [--quick]
+ *   bench_references [--reps N] [--quick] [--only ROW] [--digest N]
  *
  * Cases are built here by hand (random bytes at the layouts' offsets, no generator), so the
  * benchmark depends only on the case and reference APIs. Each row prints the median of N calls
- * (default 5) and a throughput: GFLOP/s counts 2 flops per multiply-add of the dot products and
- * value sums; MB/s counts the cache bytes the call must read (selected tokens or valid positions).
- * --quick shrinks the largest shapes for a smoke run.
+ * (default 5; CPU time of the thread) and a throughput: GFLOP/s counts 2 flops per multiply-add
+ * of the dot products and value sums; MB/s counts the cache bytes the call must read (selected tokens or valid positions).
+ * --quick shrinks the largest shapes for a smoke run; --only ROW runs the ROW-th shape alone
+ * (1-based; the top-k row goes with the last indexer shape), e.g. under `perf stat`.
+ *
+ * --digest N prints, instead of timings, a digest of the bytes of every reference output and
+ * every computed bound of N generated cases per family (seed 1; default bounds, then a quarter
+ * as many with --max-heads 128 --max-topk 512), through attest_ref_bounds and attest_ref_compute
+ * (which skips the bounds' work): a change that makes the references faster without changing
+ * what they compute leaves the digest as it was (bench/compare.sh builds both revisions with this file).
  */
 #include <math.h>
 #include <stdint.h>
@@ -15,11 +22,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "attest/bound.h"
 #include "attest/case.h"
+#include "attest/generator.h"
 #include "attest/numerics.h"
 #include "attest/reference.h"
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+static int g_only, g_row; /* --only N: run the N-th shape alone (1-based), for perf stat */
+
+static int skip_row(void) { return g_only != 0 && ++g_row != g_only; }
 
 static uint64_t rnd(void)
 {
@@ -41,10 +53,12 @@ static uint8_t fp8_byte(void)
     return (b & 0x7F) == 0x7F ? 0x00 : b; /* no NaN codes */
 }
 
+/* The calling thread's CPU time: on a shared, loaded machine the time spent waiting for a core
+ * is not the reference's. */
 static double now_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -135,6 +149,7 @@ static void fill_indices(int32_t *idx, int32_t b, int32_t topk, int32_t tokens_p
 static void bench_mla(attest_layout_id id, int32_t b, int32_t h_q, int32_t topk, int32_t P,
                       int32_t extra_topk, int with_sink, int reps)
 {
+    if (skip_row()) return;
     attest_case c;
     memset(&c, 0, sizeof c);
     c.kernel = ATTEST_KERNEL_MLA_DECODE;
@@ -204,6 +219,7 @@ static void bench_mla(attest_layout_id id, int32_t b, int32_t h_q, int32_t topk,
 
 static void bench_indexer(int32_t b, int32_t len, int32_t next_n, int reps, int with_topk)
 {
+    if (skip_row()) return;
     attest_case c;
     memset(&c, 0, sizeof c);
     c.kernel = ATTEST_KERNEL_INDEXER;
@@ -274,21 +290,89 @@ static void bench_indexer(int32_t b, int32_t len, int32_t next_n, int reps, int 
     attest_case_free(&c);
 }
 
+/* ---- digest of what the references compute --------------------------------------------------- */
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const uint8_t *b = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001B3ull;
+    return h;
+}
+
+static uint64_t digest_family(attest_kernel kernel, int n, int big)
+{
+    uint64_t h = 0xCBF29CE484222325ull;
+    attest_gen_options opt = attest_gen_defaults(kernel);
+    if (big) {
+        opt.max_heads = 128;
+        opt.max_topk = 512;
+    }
+    attest_bound_model models[ATTEST_CASE_MAX_TENSORS];
+    for (int i = 0; i < ATTEST_CASE_MAX_TENSORS; i++) models[i] = attest_bound_model_fp32();
+    for (int i = 0; i < n; i++) {
+        attest_case c;
+        check(attest_generate_case(&opt, attest_case_seed(1, (uint64_t)i), &c), "generate");
+        double *outs[ATTEST_CASE_MAX_TENSORS] = {0}, *bounds[ATTEST_CASE_MAX_TENSORS] = {0};
+        size_t counts[ATTEST_CASE_MAX_TENSORS] = {0};
+        int no = 0;
+        for (size_t t = 0; t < c.num_tensors; t++) {
+            if (c.tensors[t].role != ATTEST_ROLE_OUTPUT) continue;
+            counts[no] = attest_tensor_count(&c.tensors[t]);
+            outs[no] = calloc(counts[no] ? counts[no] : 1, sizeof(double));
+            bounds[no] = calloc(counts[no] ? counts[no] : 1, sizeof(double));
+            if (!outs[no] || !bounds[no]) exit(2);
+            no++;
+        }
+        check(attest_ref_bounds(&c, models, outs, bounds), "reference bounds");
+        for (int o = 0; o < no; o++) {
+            h = fnv(h, outs[o], counts[o] * sizeof(double));
+            h = fnv(h, bounds[o], counts[o] * sizeof(double));
+        }
+        check(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs), "reference");
+        for (int o = 0; o < no; o++) {
+            h = fnv(h, outs[o], counts[o] * sizeof(double));
+            free(outs[o]);
+            free(bounds[o]);
+        }
+        attest_case_free(&c);
+    }
+    return h;
+}
+
+static int digest(int n)
+{
+    printf("reference digest, %d generated cases per family and bound set (seed 1):\n", n);
+    printf("  indexer default bounds:                 %016llx\n",
+           (unsigned long long)digest_family(ATTEST_KERNEL_INDEXER, n, 0));
+    printf("  mla-decode default bounds:              %016llx\n",
+           (unsigned long long)digest_family(ATTEST_KERNEL_MLA_DECODE, n, 0));
+    printf("  indexer --max-heads 128 --max-topk 512: %016llx\n",
+           (unsigned long long)digest_family(ATTEST_KERNEL_INDEXER, n / 4 + 1, 1));
+    printf("  mla-decode --max-heads 128 --max-topk 512: %016llx\n",
+           (unsigned long long)digest_family(ATTEST_KERNEL_MLA_DECODE, n / 4 + 1, 1));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int reps = 5, quick = 0;
+    int reps = 5, quick = 0, digest_cases = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             reps = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--quick")) {
             quick = 1;
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            g_only = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--digest") && i + 1 < argc) {
+            digest_cases = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: %s [--reps N] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--reps N] [--quick] [--only ROW] [--digest N]\n", argv[0]);
             return 2;
         }
     }
     if (reps < 1) reps = 1;
-    printf("attest CPU references, median of %d call(s), double accumulation, one thread\n", reps);
+    if (digest_cases > 0) return digest(digest_cases);
+    printf("attest CPU references, median of %d call(s) (thread CPU time), double accumulation, one thread\n", reps);
     printf("| %-10s | %-54s | %9s | %8s | %8s |\n", "reference", "shape", "ms/call", "GFLOP/s",
            "MB/s");
     printf("|------------|--------------------------------------------------------|-----------|"

@@ -117,36 +117,75 @@ static attest_status indexer_block(const indexer_inputs *in, int32_t b, int32_t 
     return ATTEST_OK;
 }
 
-/* One valid logit. q holds the row's heads x D query values, k the position's D key values
- * (raw fp8 values in kernel order, fp8 * scale in README order, truth in true mode). When
- * `magnitude` is not NULL it receives |kscale| * sum_h |w_h| * sum_d |q_hd k_d|, the size of the
- * terms any evaluation of the logit adds (see attest_ref_bounds). */
-static double indexer_logit(const indexer_inputs *in, const double *q, const double *k,
-                            const float *w, double kscale, attest_ref_mode mode,
-                            attest_indexer_order order, double *magnitude)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+/* The same loops compiled for AVX-512 and AVX2 too, picked at load time by the CPU (an ifunc):
+ * wider vectors of the same independent accumulators, the same bits. */
+#define IDX_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define IDX_WIDE
+#endif
+
+/* Positions per block: one logit per lane. As in mla_decode.c, each logit keeps its own double
+ * accumulators summed in dim and head order, so the results are bit for bit those of one
+ * position at a time; the positions of a block share every load of q and w. */
+#define IDX_BLOCK 8
+typedef double v8d __attribute__((vector_size(64), aligned(8)));
+typedef int64_t v8i __attribute__((vector_size(64), aligned(8)));
+#define V8D_ABS(x) ((v8d)((v8i)(x) & ((v8i){0} + INT64_MAX)))
+
+/* The logits of IDX_BLOCK positions. q holds the row's heads x D query values, kt the
+ * positions' key values dim-major ([D][IDX_BLOCK]: raw fp8 values in kernel order, fp8 * scale in
+ * README order, truth in true mode), kscale their key scales. mag[j] receives |kscale_j| *
+ * sum_h |w_h| * sum_d |q_hd k_jd|, the size of the terms any evaluation of the logit adds (see
+ * attest_ref_bounds). */
+IDX_WIDE static void indexer_logit_block(const indexer_inputs *in, const double *q,
+                                         const double *kt, const float *w, const double *kscale,
+                                         attest_ref_mode mode, attest_indexer_order order,
+                                         double *out, double *mag)
 {
     const int32_t H = in->p->heads, D = in->p->head_dim;
-    double acc = 0.0, mag = 0.0;
-    for (int32_t h = 0; h < H; h++) {
-        const double *qh = q + (size_t)h * (size_t)D;
-        double dot = 0.0, absdot = 0.0;
-        for (int32_t d = 0; d < D; d++) {
-            dot += qh[d] * k[d];
-            absdot += fabs(qh[d] * k[d]);
+    const int propagate = mode == ATTEST_REF_SIMULATED && order == ATTEST_INDEXER_ORDER_README;
+    double acc[IDX_BLOCK] = {0}, mg[IDX_BLOCK] = {0};
+    enum { NH = 4 }; /* heads whose dot products run side by side (independent chains) */
+    for (int32_t h0 = 0; h0 < H; h0 += NH) {
+        const int nh = H - h0 < NH ? H - h0 : NH;
+        v8d dot[NH] = {{0}}, absdot[NH] = {{0}};
+        if (nh == NH) {
+            for (int32_t d = 0; d < D; d++) {
+                const v8d kd = *(const v8d *)(kt + (size_t)d * IDX_BLOCK);
+                for (int g = 0; g < NH; g++) {
+                    const v8d t = q[(size_t)(h0 + g) * (size_t)D + (size_t)d] * kd;
+                    dot[g] += t;
+                    absdot[g] += V8D_ABS(t);
+                }
+            }
+        } else {
+            for (int g = 0; g < nh; g++)
+                for (int32_t d = 0; d < D; d++) {
+                    const v8d t = q[(size_t)(h0 + g) * (size_t)D + (size_t)d] *
+                                  *(const v8d *)(kt + (size_t)d * IDX_BLOCK);
+                    dot[g] += t;
+                    absdot[g] += V8D_ABS(t);
+                }
         }
-        /* DeepGEMM's kernel: fmaxf(dot, 0), so a NaN dot contributes 0, not NaN. */
-        double r = (mode == ATTEST_REF_SIMULATED && order == ATTEST_INDEXER_ORDER_README)
-                       ? relu_propagating(dot)
-                       : fmax(dot, 0.0);
-        acc += (double)w[h] * r;
-        mag += fabs((double)w[h]) * absdot;
+        for (int g = 0; g < nh; g++) { /* heads summed in order */
+            const double wh = (double)w[h0 + g], aw = fabs((double)w[h0 + g]);
+            for (int j = 0; j < IDX_BLOCK; j++) {
+                /* DeepGEMM's kernel: fmaxf(dot, 0), so a NaN dot contributes 0, not NaN. */
+                const double r = propagate ? relu_propagating(dot[g][j]) : fmax(dot[g][j], 0.0);
+                acc[j] += wh * r;
+                mg[j] += aw * absdot[g][j];
+            }
+        }
     }
-    if (mode == ATTEST_REF_SIMULATED && order == ATTEST_INDEXER_ORDER_KERNEL) {
-        acc *= kscale;
-        mag *= fabs(kscale);
+    for (int j = 0; j < IDX_BLOCK; j++) {
+        if (mode == ATTEST_REF_SIMULATED && order == ATTEST_INDEXER_ORDER_KERNEL) {
+            acc[j] *= kscale[j];
+            mg[j] *= fabs(kscale[j]);
+        }
+        out[j] = acc[j];
+        mag[j] = mg[j];
     }
-    if (magnitude != NULL) *magnitude = mag;
-    return acc;
 }
 
 /* The error bound of one logit of magnitude `mag` (attest_ref_bounds): gamma_n(u) * mag with
@@ -167,7 +206,7 @@ static double indexer_bound(const attest_indexer_params *p, const attest_bound_m
 
 static attest_status indexer_row(const indexer_inputs *in, attest_ref_mode mode,
                                  attest_indexer_order order, int32_t row, double *q, double *k,
-                                 double *out, const attest_bound_model *model, double *bound)
+                                 double *kt, double *out, const attest_bound_model *model, double *bound)
 {
     const attest_indexer_params *p = in->p;
     const int32_t H = p->heads, D = p->head_dim;
@@ -176,36 +215,49 @@ static attest_status indexer_row(const indexer_inputs *in, attest_ref_mode mode,
     const size_t qbase = (size_t)row * (size_t)H * (size_t)D; /* [b, next_n] flattens to row */
     for (size_t i = 0; i < (size_t)H * (size_t)D; i++)
         q[i] = mode == ATTEST_REF_TRUE ? (double)in->q_true[qbase + i]
-                                       : (double)attest_fp8_decode(in->q_fp8[qbase + i]);
+                                       : (double)attest_fp8_values[in->q_fp8[qbase + i]];
     const float *w = in->weights + (size_t)row * (size_t)H;
     double sum_w = 0.0;
     for (int32_t h = 0; h < H; h++) sum_w += fabs((double)w[h]);
 
-    for (int32_t t = 0; t < len; t++) {
-        int32_t blk = 0;
-        ATTEST_FORWARD(indexer_block(in, b, t, &blk));
-        uint32_t slot = (uint32_t)t % ATTEST_INDEXER_BLOCK;
-        size_t phys = (size_t)blk * ATTEST_INDEXER_BLOCK + slot;
-        double kscale = 1.0;
-        if (mode == ATTEST_REF_TRUE) {
-            for (int32_t d = 0; d < D; d++) k[d] = (double)in->k_true[phys * (size_t)D + (size_t)d];
-        } else {
-            const uint8_t *page = in->cache + (size_t)blk * in->layout.page_stride;
-            if (order == ATTEST_INDEXER_ORDER_README) {
-                attest_layout_decode_token(&in->layout, page, slot, k);
-            } else {
-                attest_token_offsets off;
-                ATTEST_FORWARD(attest_layout_token_offsets(&in->layout, slot, &off));
-                for (int32_t d = 0; d < D; d++)
-                    k[d] = (double)attest_fp8_decode(page[off.fp8 + (size_t)d]);
-                kscale = attest_layout_token_scale(&in->layout, page, slot, 0);
+    for (int32_t t0 = 0; t0 < len; t0 += IDX_BLOCK) {
+        const int32_t nb = len - t0 < IDX_BLOCK ? len - t0 : IDX_BLOCK;
+        double kscale[IDX_BLOCK], lg[IDX_BLOCK], mag[IDX_BLOCK];
+        for (int32_t j = 0; j < IDX_BLOCK; j++) {
+            kscale[j] = 1.0;
+            if (j >= nb) { /* past the length: a zero key, its logit dropped */
+                for (int32_t d = 0; d < D; d++) kt[(size_t)d * IDX_BLOCK + (size_t)j] = 0.0;
+                continue;
             }
+            const int32_t t = t0 + j;
+            int32_t blk = 0;
+            ATTEST_FORWARD(indexer_block(in, b, t, &blk));
+            uint32_t slot = (uint32_t)t % ATTEST_INDEXER_BLOCK;
+            size_t phys = (size_t)blk * ATTEST_INDEXER_BLOCK + slot;
+            if (mode == ATTEST_REF_TRUE) {
+                for (int32_t d = 0; d < D; d++) k[d] = (double)in->k_true[phys * (size_t)D + (size_t)d];
+            } else {
+                const uint8_t *page = in->cache + (size_t)blk * in->layout.page_stride;
+                if (order == ATTEST_INDEXER_ORDER_README) {
+                    attest_layout_decode_token(&in->layout, page, slot, k);
+                } else {
+                    attest_token_offsets off;
+                    ATTEST_FORWARD(attest_layout_token_offsets(&in->layout, slot, &off));
+                    for (int32_t d = 0; d < D; d++)
+                        k[d] = (double)attest_fp8_values[page[off.fp8 + (size_t)d]];
+                    kscale[j] = attest_layout_token_scale(&in->layout, page, slot, 0);
+                }
+            }
+            for (int32_t d = 0; d < D; d++) kt[(size_t)d * IDX_BLOCK + (size_t)j] = k[d];
         }
-        double mag = 0.0;
-        out[t] = indexer_logit(in, q, k, w, kscale, mode, order, &mag);
-        /* 448 = the largest |q| an fp8 query can hold, for a key scale folded into k first. */
-        if (bound != NULL)
-            bound[t] = indexer_bound(p, model, out[t], mag, sum_w * 449.0 * (1.0 + fabs(kscale)));
+        indexer_logit_block(in, q, kt, w, kscale, mode, order, lg, mag);
+        for (int32_t j = 0; j < nb; j++) {
+            out[t0 + j] = lg[j];
+            /* 448 = the largest |q| an fp8 query can hold, for a key scale folded into k first. */
+            if (bound != NULL)
+                bound[t0 + j] = indexer_bound(p, model, lg[j], mag[j],
+                                              sum_w * 449.0 * (1.0 + fabs(kscale[j])));
+        }
     }
     const double fill = masked_value(p->masking);
     for (int32_t t = len; t < p->max_len; t++) out[t] = fill;
@@ -234,18 +286,21 @@ static attest_status indexer_run(const attest_case *c, attest_ref_mode mode,
     ATTEST_FORWARD(attest_ref_count_(&nq, "query row", 2, (int64_t)p->heads, (int64_t)p->head_dim));
     double *q = malloc(nq * sizeof *q);
     double *k = malloc((size_t)p->head_dim * sizeof *k);
-    if (q == NULL || k == NULL) {
+    double *kt = malloc((size_t)p->head_dim * IDX_BLOCK * sizeof *kt);
+    if (q == NULL || k == NULL || kt == NULL) {
         free(q);
         free(k);
+        free(kt);
         return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "indexer reference: out of memory");
     }
     attest_status st = ATTEST_OK;
     const int32_t rows = p->b * p->next_n;
     for (int32_t row = 0; row < rows && st == ATTEST_OK; row++)
-        st = indexer_row(&in, mode, order, row, q, k, logits + (size_t)row * (size_t)p->max_len,
+        st = indexer_row(&in, mode, order, row, q, k, kt, logits + (size_t)row * (size_t)p->max_len,
                          model, bound ? bound + (size_t)row * (size_t)p->max_len : NULL);
     free(q);
     free(k);
+    free(kt);
     return st;
 }
 

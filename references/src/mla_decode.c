@@ -15,6 +15,14 @@
 #include "attest/reference.h"
 #include "ref_internal.h"
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+/* The same loops compiled for AVX-512 and AVX2 too, picked at load time by the CPU (an ifunc):
+ * wider vectors of the same independent accumulators, the same bits. */
+#define MLA_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MLA_WIDE
+#endif
+
 /* One scope: a pool of pages and the indices into it. */
 typedef struct mla_scope {
     const char *name;           /* "indices" or "extra_indices", for messages */
@@ -177,6 +185,7 @@ typedef struct mla_bound_out {
     double *lse_bound;
     double *abs_v;     /* [d_v] scratch */
     double *rho;       /* [keys] scratch: each weight's perturbation under out's model */
+    const double *vmax; /* [d_v] max_k |V_k| of the query's keys (the same for every head) */
 } mla_bound_out;
 
 static double gamma_n(double n, double u)
@@ -202,12 +211,13 @@ static double weight_perturbation(const attest_bound_model *mo, double a, double
     return expm1(weight_exponent_error(mo, a, da, amax, n));
 }
 
-/* The bounds of one head (docs/policy.md, "Error bounds", sparse MLA decode). keys, scores and
- * absdots describe the n valid keys; out and lse are the exact results; sum is the sum of
- * exp(score - m) and sink_w exp(sink - m) (0 without a sink). */
-static void mla_head_bounds(const mla_inputs *in, const double *keys, const double *scores,
-                            const double *absdots, int32_t n, int32_t h, double m, double sum,
-                            double sink_w, const double *out, double lse, const mla_bound_out *bo)
+/* The bounds of one head (docs/policy.md, "Error bounds", sparse MLA decode). keys, scores,
+ * absdots and e (exp(score - m)) describe the n valid keys; out and lse are the exact results;
+ * sum is the sum of e and sink_w exp(sink - m) (0 without a sink). */
+MLA_WIDE static void mla_head_bounds(const mla_inputs *in, const double *keys, const double *scores,
+                            const double *absdots, const double *e, int32_t n, int32_t h,
+                            double sum, double sink_w, const double *out, double lse,
+                            const mla_bound_out *bo)
 {
     const attest_mla_params *p = in->p;
     const int32_t dqk = p->d_qk, dv = p->d_v;
@@ -225,6 +235,7 @@ static void mla_head_bounds(const mla_inputs *in, const double *keys, const doub
     const double sm = fabs((double)p->sm_scale);
     const double nterms = (double)n + 1.0;
     const double denom = sum + sink_w; /* out's normalizer, the sink included */
+    const double *vmax = bo->vmax;
 
     /* out: sum_k w_k rho_k |V_k - out| / (1 - rho_max) from the weights, plus the accumulation
      * of sum p V and sum p (gamma_{n+8}), the values' own rounding and the final scaling. */
@@ -241,18 +252,15 @@ static void mla_head_bounds(const mla_inputs *in, const double *keys, const doub
     const double g_acc = gamma_n(nterms + 8.0, mo->u_accum);
     if (!(rho_max < 0.5)) {
         /* The weights mean nothing in this format: only |out| <= max |V| is left. */
-        for (int32_t d = 0; d < dv; d++) {
-            double vmax = 0.0;
-            for (int32_t k = 0; k < n; k++) vmax = fmax(vmax, fabs(keys[(size_t)k * dqk + d]));
-            bo->out_bound[d] = (vmax + fabs(out[d])) * (1.0 + g_acc);
-        }
+        for (int32_t d = 0; d < dv; d++)
+            bo->out_bound[d] = (vmax[d] + fabs(out[d])) * (1.0 + g_acc);
     } else {
         for (int32_t d = 0; d < dv; d++) bo->out_bound[d] = 0.0;
         double *sum_v = bo->out_bound; /* reused: first sum_k w_k rho_k |V - out| ... */
         double *abs_v = bo->abs_v;
         for (int32_t d = 0; d < dv; d++) abs_v[d] = 0.0;
         for (int32_t k = 0; k < n; k++) {
-            const double w = exp(scores[k] - m) / denom;
+            const double w = e[k] / denom;
             if (w == 0.0) continue;
             const double rho = bo->rho[k];
             const double *vv = keys + (size_t)k * (size_t)dqk;
@@ -272,11 +280,7 @@ static void mla_head_bounds(const mla_inputs *in, const double *keys, const doub
     /* Underflow: a normalized weight below float32's normal range (2^-126) may come out as 0 or
      * as a subnormal with few bits (flush-to-zero, or 1 / (1 + exp(sink - lse)) overflowing when
      * a sink dominates), so each of the n + 1 weights may be off by 2^-126 absolute. */
-    for (int32_t d = 0; d < dv; d++) {
-        double vmax = 0.0;
-        for (int32_t k = 0; k < n; k++) vmax = fmax(vmax, fabs(keys[(size_t)k * dqk + d]));
-        bo->out_bound[d] += (nterms + 2.0) * 0x1p-126 * vmax;
-    }
+    for (int32_t d = 0; d < dv; d++) bo->out_bound[d] += (nterms + 2.0) * 0x1p-126 * vmax[d];
 
     /* lse = m + log(S): the weights' average perturbation moves log S by at most
      * -log(1 - rho_avg - gamma); the logarithm, the m + log S addition and a log2/ln
@@ -286,7 +290,7 @@ static void mla_head_bounds(const mla_inputs *in, const double *keys, const doub
     const double lse_denom = sink_in_lse ? denom : sum;
     double rho_avg = 0.0, theta_max = 0.0;
     for (int32_t k = 0; k < n; k++) {
-        const double w = exp(scores[k] - m) / lse_denom;
+        const double w = e[k] / lse_denom;
         const double th = weight_exponent_error(ml, scores[k], dl_c * sm * absdots[k], amax, nterms);
         rho_avg += w * expm1(th);
         theta_max = fmax(theta_max, th);
@@ -306,61 +310,278 @@ static void mla_head_bounds(const mla_inputs *in, const double *keys, const doub
     *bo->lse_bound = dlog + 3.0 * ml->u_accum * (amax + fabs(log_s) + fabs(lse));
 }
 
-/* One head of one query over n gathered keys: out[d_v] and *lse (and its bounds when bo). */
-static void mla_head(const mla_inputs *in, const double *q, const double *keys, int32_t n,
-                     int32_t h, double *scores, double *absdots, double *out, double *lse,
-                     const mla_bound_out *bo)
+/* The reference's speed comes from its loop order, not from a different arithmetic: every dot
+ * product, every softmax sum and every sum of weighted values is still one double accumulator
+ * per output, summed in key (or dim) order, so the results are bit for bit those of the
+ * plain per-head loops. What changes is which loop is innermost: heads and keys are processed in
+ * blocks, so the inner loops run over independent accumulators (keys of a block for the scores,
+ * dims for the values), which the compiler vectorizes without reassociating anything, and a
+ * block of keys is reused by every head while it is in cache. -ffp-contract=off (CMakeLists.txt)
+ * keeps a multiply-add from fusing into an FMA on any target. */
+#define MLA_KEY_BLOCK 16   /* keys per score block: 2 x 16 accumulators stay in registers */
+#define MLA_HEAD_GROUP 16  /* heads whose scores are held at once (bounds the scratch memory) */
+#define MLA_VALUE_BLOCK 8  /* keys per value-sum block, reused by every head of a group */
+
+/* Eight doubles as one value (GCC/Clang vector extensions): each lane is its own accumulator and
+ * every operation is the lane-wise IEEE one, so a vector sum is exactly the scalar sums side by
+ * side. The compiler maps it onto whatever the target has (two SSE2 registers per half, one
+ * AVX-512 register). */
+typedef double v8d __attribute__((vector_size(64), aligned(8)));
+typedef int64_t v8i __attribute__((vector_size(64), aligned(8)));
+
+/* |x| lane by lane: the sign bit cleared (a macro: a function returning a v8d would warn about
+ * its ABI where AVX-512 is off). */
+#define V8D_ABS(x) ((v8d)((v8i)(x) & ((v8i){0} + INT64_MAX)))
+
+/* dot[g] (and ab[g] = sum_d |q_gd K_jd| when with_abs) of nh heads (a compile-time count at
+ * every call, so the loops unroll into registers) against one key block, 16 keys as two
+ * vectors: each loaded key value serves nh heads. */
+static inline __attribute__((always_inline)) void
+mla_score_block(const double *q, int32_t dqk, const double *blk, int nh, int with_abs,
+                v8d dot[][2], v8d ab[][2])
+{
+    for (int g = 0; g < nh; g++) dot[g][0] = dot[g][1] = ab[g][0] = ab[g][1] = (v8d){0};
+    for (int32_t d = 0; d < dqk; d++) {
+        const v8d r0 = *(const v8d *)(blk + (size_t)d * MLA_KEY_BLOCK);
+        const v8d r1 = *(const v8d *)(blk + (size_t)d * MLA_KEY_BLOCK + 8);
+        for (int g = 0; g < nh; g++) {
+            const double qd = q[(size_t)g * (size_t)dqk + (size_t)d];
+            const v8d t0 = qd * r0, t1 = qd * r1;
+            dot[g][0] += t0;
+            dot[g][1] += t1;
+            if (with_abs) {
+                ab[g][0] += V8D_ABS(t0);
+                ab[g][1] += V8D_ABS(t1);
+            }
+        }
+    }
+}
+
+/* Keys kt are blocked dim-major: block kb / MLA_KEY_BLOCK holds [d_qk][MLA_KEY_BLOCK] (zero
+ * past n), so one block is contiguous. Fills scores[h * ls + k] = sm * q_h . K_k and, when
+ * absdots is not NULL, sum_d |q_hd K_kd|. */
+MLA_WIDE static void mla_scores(const double *q, int32_t heads, int32_t dqk, const double *kt,
+                                int32_t n, double sm, double *scores, double *absdots, size_t ls)
+{
+    enum { NH = 4 };
+    for (size_t kb = 0; kb < (size_t)n; kb += MLA_KEY_BLOCK) {
+        const size_t nb = (size_t)n - kb < MLA_KEY_BLOCK ? (size_t)n - kb : MLA_KEY_BLOCK;
+        const double *blk = kt + kb * (size_t)dqk;
+        for (int32_t h = 0; h < heads;) {
+            v8d dot[NH][2], ab[NH][2];
+            const double *qh = q + (size_t)h * (size_t)dqk;
+            int g_n = heads - h >= NH ? NH : 1;
+            if (g_n == NH && absdots != NULL) mla_score_block(qh, dqk, blk, NH, 1, dot, ab);
+            else if (g_n == NH) mla_score_block(qh, dqk, blk, NH, 0, dot, ab);
+            else if (absdots != NULL) mla_score_block(qh, dqk, blk, 1, 1, dot, ab);
+            else mla_score_block(qh, dqk, blk, 1, 0, dot, ab);
+            for (int g = 0; g < g_n; g++)
+                for (size_t j = 0; j < nb; j++) {
+                    scores[(size_t)(h + g) * ls + kb + j] = sm * dot[g][j / 8][j % 8];
+                    if (absdots != NULL) absdots[(size_t)(h + g) * ls + kb + j] = ab[g][j / 8][j % 8];
+                }
+            h += g_n;
+        }
+    }
+}
+
+/* o_g[d] += e_g[k] V_k[d] for keys k in [k0, k0 + MLA_VALUE_BLOCK) and nh (compile-time) heads:
+ * each o element is loaded and stored once per block and each V load serves nh heads. */
+static inline __attribute__((always_inline)) void
+mla_value_block(const double *e, size_t ls, int nh, const double *vv, int32_t dqk, int32_t k0,
+                int32_t dv, double *o)
+{
+    int32_t d = 0;
+    for (; d + 8 <= dv; d += 8) {
+        v8d acc[4];
+        for (int g = 0; g < nh; g++) acc[g] = *(v8d *)(o + (size_t)g * (size_t)dv + (size_t)d);
+        for (int k = 0; k < MLA_VALUE_BLOCK; k++) {
+            const v8d v = *(const v8d *)(vv + (size_t)k * (size_t)dqk + (size_t)d);
+            for (int g = 0; g < nh; g++) acc[g] += e[(size_t)g * ls + (size_t)(k0 + k)] * v;
+        }
+        for (int g = 0; g < nh; g++) *(v8d *)(o + (size_t)g * (size_t)dv + (size_t)d) = acc[g];
+    }
+    for (; d < dv; d++)
+        for (int g = 0; g < nh; g++) {
+            double acc = o[(size_t)g * (size_t)dv + (size_t)d];
+            for (int k = 0; k < MLA_VALUE_BLOCK; k++)
+                acc += e[(size_t)g * ls + (size_t)(k0 + k)] * vv[(size_t)k * (size_t)dqk + (size_t)d];
+            o[(size_t)g * (size_t)dv + (size_t)d] = acc;
+        }
+}
+
+/* out_g = sum_k e_g[k] V_k (V = the first d_v dims of K) for nh heads, out zeroed first; per
+ * element the sum runs over k in order. */
+MLA_WIDE static void mla_values(const double *e, size_t ls, int32_t nh, const double *keys,
+                                int32_t dqk, int32_t n, int32_t dv, double *out)
+{
+    enum { NH = 4 };
+    for (size_t i = 0; i < (size_t)nh * (size_t)dv; i++) out[i] = 0.0;
+    int32_t kb = 0;
+    for (; kb + MLA_VALUE_BLOCK <= n; kb += MLA_VALUE_BLOCK) {
+        const double *vv = keys + (size_t)kb * (size_t)dqk;
+        int32_t g = 0;
+        for (; g + NH <= nh; g += NH)
+            mla_value_block(e + (size_t)g * ls, ls, NH, vv, dqk, kb, dv, out + (size_t)g * (size_t)dv);
+        for (; g < nh; g++)
+            mla_value_block(e + (size_t)g * ls, ls, 1, vv, dqk, kb, dv, out + (size_t)g * (size_t)dv);
+    }
+    for (int32_t g = 0; g < nh; g++) {
+        double *o = out + (size_t)g * (size_t)dv;
+        for (int32_t k = kb; k < n; k++) {
+            const double ek = e[(size_t)g * ls + (size_t)k];
+            const double *vv = keys + (size_t)k * (size_t)dqk;
+            for (int32_t d = 0; d < dv; d++) o[d] += ek * vv[d];
+        }
+    }
+}
+
+/* The query's scratch: its keys twice (token-major for the values, dim-major for the scores),
+ * the decoded q of a group of heads and per-head score rows. */
+typedef struct mla_scratch {
+    double *keys;    /* [max_keys][d_qk] */
+    double *kt;      /* [ld / MLA_KEY_BLOCK][d_qk][MLA_KEY_BLOCK] */
+    size_t ld;       /* max_keys rounded up to MLA_KEY_BLOCK */
+    double *q;       /* [MLA_HEAD_GROUP][d_qk] */
+    double *scores;  /* [MLA_HEAD_GROUP][ls] */
+    double *absdots; /* [MLA_HEAD_GROUP][ls] */
+    double *e;       /* [MLA_HEAD_GROUP][ls] exp(score - m) */
+    double *rho;     /* [ls] */
+    double *abs_v;   /* [d_v] */
+    double *vmax;    /* [d_v] */
+    size_t ls;
+    double *owned;   /* a block too large to keep, freed by mla_scratch_done */
+} mla_scratch;
+
+/* The scratch lives in one block per thread that is kept from call to call and only grows: a
+ * production-shape call needs megabytes, which malloc would map and unmap (and the kernel zero)
+ * on every call, a fifth of the call's time; a fuzz target calls the reference once per input.
+ * The block is reachable from the thread's own variable until the thread ends; a call that
+ * needs more than MLA_SCRATCH_KEEP bytes gets a block of its own, freed when it returns. */
+#define MLA_SCRATCH_KEEP (64u << 20)
+static _Thread_local struct {
+    double *block;
+    size_t cap; /* doubles */
+} mla_scratch_cache;
+
+static attest_status mla_scratch_take(mla_scratch *s, int64_t max_keys, int32_t dqk, int32_t dv)
+{
+    memset(s, 0, sizeof *s);
+    size_t n_keys, n_kt, n_rows;
+    s->ls = (size_t)(max_keys ? max_keys : 1);
+    s->ld = (s->ls + MLA_KEY_BLOCK - 1) / MLA_KEY_BLOCK * MLA_KEY_BLOCK;
+    ATTEST_FORWARD(attest_ref_count_(&n_keys, "gathered keys", 2, (int64_t)s->ls, (int64_t)dqk));
+    ATTEST_FORWARD(attest_ref_count_(&n_kt, "gathered keys", 2, (int64_t)s->ld, (int64_t)dqk));
+    ATTEST_FORWARD(attest_ref_count_(&n_rows, "score rows", 2, (int64_t)MLA_HEAD_GROUP,
+                                     (int64_t)s->ls));
+    const size_t dvs = (size_t)(dv > 0 ? dv : 1);
+    const size_t need = n_keys + n_kt + (size_t)MLA_HEAD_GROUP * (size_t)dqk + 3 * n_rows +
+                        s->ls + 2 * dvs;
+    double *at;
+    if (need > MLA_SCRATCH_KEEP / sizeof(double)) {
+        at = s->owned = malloc(need * sizeof *at);
+        ATTEST_RETURN_IF(at == NULL, ATTEST_ERR_OUT_OF_MEMORY, "mla reference: out of memory");
+    } else {
+        if (need > mla_scratch_cache.cap) {
+            double *grown = realloc(mla_scratch_cache.block, need * sizeof *grown);
+            ATTEST_RETURN_IF(grown == NULL, ATTEST_ERR_OUT_OF_MEMORY,
+                             "mla reference: out of memory");
+            mla_scratch_cache.block = grown;
+            mla_scratch_cache.cap = need;
+        }
+        at = mla_scratch_cache.block;
+    }
+    s->keys = at, at += n_keys;
+    s->kt = at, at += n_kt;
+    s->q = at, at += (size_t)MLA_HEAD_GROUP * (size_t)dqk;
+    s->scores = at, at += n_rows;
+    s->absdots = at, at += n_rows;
+    s->e = at, at += n_rows;
+    s->rho = at, at += s->ls;
+    s->abs_v = at, at += dvs;
+    s->vmax = at;
+    return ATTEST_OK;
+}
+
+static void mla_scratch_done(mla_scratch *s) { free(s->owned); }
+
+/* The declared LSE of a lonely query (no valid key; out = 0). */
+static double mla_lonely_lse(const mla_inputs *in, int32_t h)
+{
+    switch (in->p->lonely_lse) {
+    case ATTEST_LONELY_LSE_NEG_INF: return -INFINITY;
+    case ATTEST_LONELY_LSE_SINK: return in->sink ? (double)in->sink[h] : -INFINITY;
+    case ATTEST_LONELY_LSE_POS_INF:
+    default: return INFINITY; /* FlashMLA */
+    }
+}
+
+/* Heads [h0, h0 + nh) of query qi0's row over its n gathered keys: out[d_v] and lse of each
+ * (and their bounds when bo). */
+MLA_WIDE static void mla_head_group(const mla_inputs *in, mla_scratch *s, size_t qi0, int32_t h0,
+                           int32_t nh, int32_t n, double *out, double *lse,
+                           const attest_bound_model *out_model,
+                           const attest_bound_model *lse_model, double *out_bound,
+                           double *lse_bound)
 {
     const attest_mla_params *p = in->p;
     const int32_t dqk = p->d_qk, dv = p->d_v;
-    for (int32_t d = 0; d < dv; d++) out[d] = 0.0;
-    if (n == 0) {
-        /* A lonely query: no valid key, out = 0; its LSE is the declared convention's. */
-        switch (p->lonely_lse) {
-        case ATTEST_LONELY_LSE_NEG_INF: *lse = -INFINITY; break;
-        case ATTEST_LONELY_LSE_SINK: *lse = in->sink ? (double)in->sink[h] : -INFINITY; break;
-        case ATTEST_LONELY_LSE_POS_INF:
-        default: *lse = INFINITY; break; /* FlashMLA */
-        }
-        if (bo != NULL) mla_head_bounds(in, keys, scores, absdots, 0, h, 0, 0, 0, out, *lse, bo);
-        return;
+    const size_t ls = s->ls;
+    const int bounds = out_bound != NULL;
+    for (int32_t g = 0; g < nh; g++) {
+        const uint16_t *qb = in->q + (qi0 + (size_t)(h0 + g)) * (size_t)dqk;
+        double *qg = s->q + (size_t)g * (size_t)dqk;
+        for (int32_t d = 0; d < dqk; d++) qg[d] = (double)attest_bf16_decode(qb[d]);
     }
-    const double sm = (double)p->sm_scale;
-    double m = -INFINITY;
-    for (int32_t k = 0; k < n; k++) {
-        const double *kk = keys + (size_t)k * (size_t)dqk;
-        double dot = 0.0, absdot = 0.0;
-        for (int32_t d = 0; d < dqk; d++) {
-            dot += q[d] * kk[d];
-            absdot += fabs(q[d] * kk[d]);
-        }
-        scores[k] = sm * dot;
-        absdots[k] = absdot;
-        if (scores[k] > m) m = scores[k];
-    }
+    if (n > 0)
+        mla_scores(s->q, nh, dqk, s->kt, n, (double)p->sm_scale, s->scores,
+                   bounds ? s->absdots : NULL, ls);
     /* Max-subtracted softmax. A NaN score (NaN in a selected key) is skipped by the max and then
      * propagates through exp into lse and out, on purpose: the kernel must show it too. */
-    double sum = 0.0;
-    for (int32_t k = 0; k < n; k++) {
-        double e = exp(scores[k] - m);
-        sum += e;
-        const double *vv = keys + (size_t)k * (size_t)dqk; /* V = first d_v dims of K */
-        for (int32_t d = 0; d < dv; d++) out[d] += e * vv[d];
+    double m[MLA_HEAD_GROUP], sum[MLA_HEAD_GROUP];
+    for (int32_t g = 0; g < nh; g++) {
+        const double *sc = s->scores + (size_t)g * ls;
+        double *e = s->e + (size_t)g * ls;
+        double mg = -INFINITY, sg = 0.0;
+        for (int32_t k = 0; k < n; k++)
+            if (sc[k] > mg) mg = sc[k];
+        for (int32_t k = 0; k < n; k++) {
+            e[k] = exp(sc[k] - mg);
+            sg += e[k];
+        }
+        m[g] = mg;
+        sum[g] = sg;
     }
-    double l = m + log(sum);
-    double scale = 1.0 / sum;
-    double sink_w = 0.0;
-    if (in->sink != NULL) {
-        /* out *= 1 / (1 + exp(sink - lse)); written through sum + exp(sink - m) it cannot
-         * overflow, and a +inf sink gives 0, a -inf sink gives 1. */
-        double s = (double)in->sink[h];
-        sink_w = exp(s - m);
-        scale = 1.0 / (sum + sink_w);
-        if (p->lse_convention == ATTEST_LSE_INCLUDES_SINK) l = log_add_exp(l, s);
+    if (n == 0)
+        for (size_t i = 0; i < (size_t)nh * (size_t)dv; i++) out[(size_t)h0 * (size_t)dv + i] = 0.0;
+    if (n > 0) mla_values(s->e, ls, nh, s->keys, dqk, n, dv, out + (size_t)h0 * (size_t)dv);
+    for (int32_t g = 0; g < nh; g++) {
+        const int32_t h = h0 + g;
+        double *o = out + (size_t)h * (size_t)dv;
+        mla_bound_out bo = {out_model, lse_model, bounds ? out_bound + (size_t)h * (size_t)dv : NULL,
+                            bounds ? lse_bound + h : NULL, s->abs_v, s->rho, s->vmax};
+        if (n == 0) {
+            lse[h] = mla_lonely_lse(in, h);
+            if (bounds) mla_head_bounds(in, s->keys, NULL, NULL, NULL, 0, h, 0, 0, o, lse[h], &bo);
+            continue;
+        }
+        double l = m[g] + log(sum[g]);
+        double scale = 1.0 / sum[g];
+        double sink_w = 0.0;
+        if (in->sink != NULL) {
+            /* out *= 1 / (1 + exp(sink - lse)); written through sum + exp(sink - m) it cannot
+             * overflow, and a +inf sink gives 0, a -inf sink gives 1. */
+            double sk = (double)in->sink[h];
+            sink_w = exp(sk - m[g]);
+            scale = 1.0 / (sum[g] + sink_w);
+            if (p->lse_convention == ATTEST_LSE_INCLUDES_SINK) l = log_add_exp(l, sk);
+        }
+        for (int32_t d = 0; d < dv; d++) o[d] *= scale;
+        lse[h] = l;
+        if (bounds)
+            mla_head_bounds(in, s->keys, s->scores + (size_t)g * ls, s->absdots + (size_t)g * ls,
+                            s->e + (size_t)g * ls, n, h, sum[g], sink_w, o, l, &bo);
     }
-    for (int32_t d = 0; d < dv; d++) out[d] *= scale;
-    *lse = l;
-    if (bo != NULL) mla_head_bounds(in, keys, scores, absdots, n, h, m, sum, sink_w, out, l, bo);
 }
 
 static attest_status mla_run(const attest_case *c, attest_ref_mode mode, double *out, double *lse,
@@ -379,42 +600,43 @@ static attest_status mla_run(const attest_case *c, attest_ref_mode mode, double 
     const attest_mla_params *p = in.p;
     int64_t max_keys = 0;
     for (int i = 0; i < in.num_scopes; i++) max_keys += in.scope[i].topk;
-    size_t n_keys;
-    ATTEST_FORWARD(attest_ref_count_(&n_keys, "gathered keys", 2, max_keys, (int64_t)p->d_qk));
-    double *keys = malloc((n_keys ? n_keys : 1) * sizeof *keys);
-    /* scores, their |q| . |K| magnitudes, and the bounds' per-key weight perturbations */
-    const size_t key_slots = (size_t)(max_keys ? max_keys : 1);
-    double *scores = malloc(3 * key_slots * sizeof *scores);
-    double *q = malloc(((size_t)p->d_qk + (size_t)(p->d_v > 0 ? p->d_v : 0)) * sizeof *q);
-    if (keys == NULL || scores == NULL || q == NULL) {
-        free(keys);
-        free(scores);
-        free(q);
-        return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "mla reference: out of memory");
-    }
+    mla_scratch s;
+    ATTEST_FORWARD(mla_scratch_take(&s, max_keys, p->d_qk, p->d_v));
+    const int32_t dqk = p->d_qk, dv = p->d_v;
     attest_status st = ATTEST_OK;
     for (int32_t b = 0; b < p->b && st == ATTEST_OK; b++) {
         for (int32_t sq = 0; sq < p->s_q && st == ATTEST_OK; sq++) {
             int32_t n = 0;
             for (int i = 0; i < in.num_scopes && st == ATTEST_OK; i++)
-                st = mla_gather(&in, &in.scope[i], b, sq, keys, &n);
+                st = mla_gather(&in, &in.scope[i], b, sq, s.keys, &n);
             if (st != ATTEST_OK) break;
-            for (int32_t h = 0; h < p->h_q; h++) {
-                size_t qi = ((size_t)b * (size_t)p->s_q + (size_t)sq) * (size_t)p->h_q + (size_t)h;
-                const uint16_t *qb = in.q + qi * (size_t)p->d_qk;
-                for (int32_t d = 0; d < p->d_qk; d++) q[d] = (double)attest_bf16_decode(qb[d]);
-                mla_bound_out bo = {out_model, lse_model,
-                                    out_bound ? out_bound + qi * (size_t)p->d_v : NULL,
-                                    lse_bound ? lse_bound + qi : NULL, q + p->d_qk,
-                                    scores + 2 * key_slots};
-                mla_head(&in, q, keys, n, h, scores, scores + key_slots,
-                         out + qi * (size_t)p->d_v, lse + qi, out_bound ? &bo : NULL);
+            const size_t n_pad = ((size_t)n + MLA_KEY_BLOCK - 1) / MLA_KEY_BLOCK * MLA_KEY_BLOCK;
+            for (size_t k = 0; k < n_pad; k++) {
+                double *dst = s.kt + (k / MLA_KEY_BLOCK) * MLA_KEY_BLOCK * (size_t)dqk +
+                              k % MLA_KEY_BLOCK;
+                const double *src = s.keys + k * (size_t)dqk;
+                for (int32_t d = 0; d < dqk; d++)
+                    dst[(size_t)d * MLA_KEY_BLOCK] = k < (size_t)n ? src[d] : 0.0;
+            }
+            if (out_bound != NULL) {
+                for (int32_t d = 0; d < dv; d++) {
+                    double vmax = 0.0;
+                    for (int32_t k = 0; k < n; k++)
+                        vmax = fmax(vmax, fabs(s.keys[(size_t)k * (size_t)dqk + (size_t)d]));
+                    s.vmax[d] = vmax;
+                }
+            }
+            const size_t qi0 = ((size_t)b * (size_t)p->s_q + (size_t)sq) * (size_t)p->h_q;
+            for (int32_t h0 = 0; h0 < p->h_q; h0 += MLA_HEAD_GROUP) {
+                const int32_t nh = p->h_q - h0 < MLA_HEAD_GROUP ? p->h_q - h0 : MLA_HEAD_GROUP;
+                mla_head_group(&in, &s, qi0, h0, nh, n, out + qi0 * (size_t)dv, lse + qi0,
+                               out_model, lse_model,
+                               out_bound ? out_bound + qi0 * (size_t)dv : NULL,
+                               lse_bound ? lse_bound + qi0 : NULL);
             }
         }
     }
-    free(keys);
-    free(scores);
-    free(q);
+    mla_scratch_done(&s);
     return st;
 }
 

@@ -28,6 +28,10 @@ typedef enum attest_fp8_overflow {
 /* Returns the float value of an e4m3fn byte (exact; 0x7F/0xFF give NaN). */
 float attest_fp8_decode(uint8_t bits);
 
+/* The table attest_fp8_decode reads, for loops that decode many bytes (a call per byte costs
+ * more than the lookup): attest_fp8_values[b] == attest_fp8_decode(b). */
+extern const float attest_fp8_values[256];
+
 /* Returns the e4m3fn byte nearest to x, ties to even, with the given overflow rule. */
 uint8_t attest_fp8_encode(float x, attest_fp8_overflow overflow);
 

@@ -458,7 +458,7 @@ void attest_layout_decode_token(const attest_layout *layout, const uint8_t *page
         double *dst = values + (size_t)i * layout->scale_tile;
         const uint8_t *src = fp8 + (size_t)i * layout->scale_tile;
         for (uint32_t j = 0; j < layout->scale_tile; j++)
-            dst[j] = (double)attest_fp8_decode(src[j]) * s; /* 4 x 24 significant bits: exact */
+            dst[j] = (double)attest_fp8_values[src[j]] * s; /* 4 x 24 significant bits: exact */
     }
     const uint8_t *rope = page_base + o.rope;
     for (uint32_t j = 0; j < layout->rope_dim; j++)

@@ -67,10 +67,10 @@ static uint64_t shift_rne(uint64_t value, unsigned shift)
     ATTEST_FP8_R16_(b), ATTEST_FP8_R16_((b) + 16u), ATTEST_FP8_R16_((b) + 32u),                   \
         ATTEST_FP8_R16_((b) + 48u)
 
-static const float fp8_table[256] = {ATTEST_FP8_R64_(0u), ATTEST_FP8_R64_(64u),
-                                     ATTEST_FP8_R64_(128u), ATTEST_FP8_R64_(192u)};
+const float attest_fp8_values[256] = {ATTEST_FP8_R64_(0u), ATTEST_FP8_R64_(64u),
+                                      ATTEST_FP8_R64_(128u), ATTEST_FP8_R64_(192u)};
 
-float attest_fp8_decode(uint8_t bits) { return fp8_table[bits]; }
+float attest_fp8_decode(uint8_t bits) { return attest_fp8_values[bits]; }
 
 uint8_t attest_fp8_encode(float x, attest_fp8_overflow overflow)
 {
