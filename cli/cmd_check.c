@@ -22,6 +22,7 @@
 #include "attest/files.h"
 #include "commands.h"
 #include "engine.h"
+#include "pipeline_run.h"
 
 #define VERB "check"
 #define MAX_CANDIDATES 16
@@ -587,6 +588,7 @@ static void print_summary(const check_run *r, double seconds)
 
 int attest_cmd_check(int argc, char **argv)
 {
+    if (attest_wants_pipeline(argc, argv)) return attest_cmd_check_pipeline(argc, argv);
     char command_line[2048]; /* before getopt permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     check_args a;

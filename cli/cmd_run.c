@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "gen_options.h"
 #include "sanitize.h"
+#include "pipeline_run.h"
 #include "topk_run.h"
 #include "baseline.h"
 
@@ -167,6 +168,7 @@ static int parse(int argc, char **argv, run_args *a)
 
 int attest_cmd_run(int argc, char **argv)
 {
+    if (attest_wants_pipeline(argc, argv)) return attest_cmd_run_pipeline(argc, argv);
     if (attest_run_wants_topk(argc, argv)) return attest_cmd_run_topk(argc, argv);
     if (attest_run_wants_baseline(argc, argv)) return attest_cmd_run_baseline(argc, argv);
     char command_line[2048]; /* taken before getopt_long permutes argv */

@@ -11,25 +11,24 @@
 #include "attest/topk_candidates.h"
 #include "commands.h"
 
-attest_status attest_topk_judge_candidate(const attest_topk_candidate *cand,
-                                          const attest_topk_case *c, attest_topk_verdict *v)
+attest_status attest_topk_run_candidate(const attest_topk_candidate *cand,
+                                        const attest_topk_case *c, attest_topk_verdict *v,
+                                        int32_t *idx, int32_t *phys)
 {
     ATTEST_RETURN_IF(cand == NULL || c == NULL || v == NULL || cand->run == NULL,
                      ATTEST_ERR_INVALID_ARGUMENT, "topk run: NULL candidate, case or verdict");
     ATTEST_RETURN_IF((cand->outputs & (ATTEST_TOPK_OUT_LOGICAL | ATTEST_TOPK_OUT_PHYSICAL)) == 0,
                      ATTEST_ERR_INVALID_ARGUMENT, "topk candidate '%s' declares no output",
                      cand->name);
+    ATTEST_RETURN_IF(((cand->outputs & ATTEST_TOPK_OUT_LOGICAL) && idx == NULL) ||
+                         ((cand->outputs & ATTEST_TOPK_OUT_PHYSICAL) && phys == NULL),
+                     ATTEST_ERR_INVALID_ARGUMENT, "topk run: no buffer for a declared output");
+    if (!(cand->outputs & ATTEST_TOPK_OUT_LOGICAL)) idx = NULL;
+    if (!(cand->outputs & ATTEST_TOPK_OUT_PHYSICAL)) phys = NULL;
     const size_t n = (size_t)attest_topk_rows(&c->p) * (size_t)c->p.k;
-    int32_t *ref = malloc(n * sizeof *ref);
-    int32_t *idx = (cand->outputs & ATTEST_TOPK_OUT_LOGICAL) ? malloc(n * sizeof *idx) : NULL;
-    int32_t *phys = (cand->outputs & ATTEST_TOPK_OUT_PHYSICAL) ? malloc(n * sizeof *phys) : NULL;
-    attest_status st = ATTEST_OK;
-    if (ref == NULL || ((cand->outputs & ATTEST_TOPK_OUT_LOGICAL) && idx == NULL) ||
-        ((cand->outputs & ATTEST_TOPK_OUT_PHYSICAL) && phys == NULL)) {
-        st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "topk run: out of memory");
-        goto out;
-    }
-    st = attest_ref_topk_case(c, cand->rule, ref, NULL);
+    int32_t *ref = malloc(n * sizeof *ref + 1);
+    ATTEST_RETURN_IF(ref == NULL, ATTEST_ERR_OUT_OF_MEMORY, "topk run: out of memory");
+    attest_status st = attest_ref_topk_case(c, cand->rule, ref, NULL);
     if (st != ATTEST_OK) goto out;
     for (size_t i = 0; i < n; i++) {
         if (idx) idx[i] = ATTEST_TOPK_POISON;
@@ -45,6 +44,17 @@ attest_status attest_topk_judge_candidate(const attest_topk_candidate *cand,
     }
 out:
     free(ref);
+    return st;
+}
+
+attest_status attest_topk_judge_candidate(const attest_topk_candidate *cand,
+                                          const attest_topk_case *c, attest_topk_verdict *v)
+{
+    ATTEST_RETURN_IF(c == NULL, ATTEST_ERR_INVALID_ARGUMENT, "topk run: NULL case");
+    const size_t n = (size_t)attest_topk_rows(&c->p) * (size_t)c->p.k;
+    int32_t *idx = malloc(n * sizeof *idx + 1), *phys = malloc(n * sizeof *phys + 1);
+    attest_status st = idx && phys ? attest_topk_run_candidate(cand, c, v, idx, phys)
+                                   : attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "topk run: out of memory");
     free(idx);
     free(phys);
     return st;

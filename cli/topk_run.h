@@ -17,6 +17,13 @@ attest_status attest_topk_judge_candidate(const attest_topk_candidate *cand,
                                           const attest_topk_case *c, attest_topk_verdict *v)
     ATTEST_MUST_CHECK;
 
+/* As attest_topk_judge_candidate, keeping the outputs: idx / phys [rows, k] receive what the
+ * candidate wrote (each must be given when the candidate declares it; one it does not declare
+ * is left alone). */
+attest_status attest_topk_run_candidate(const attest_topk_candidate *cand,
+                                        const attest_topk_case *c, attest_topk_verdict *v,
+                                        int32_t *idx, int32_t *phys) ATTEST_MUST_CHECK;
+
 /* `attest run --kernel topk ...` (argv as given to attest run). */
 int attest_cmd_run_topk(int argc, char **argv);
 

@@ -31,7 +31,7 @@ ALLOWED = {
 # The module each public header belongs to.
 PUBLIC = {
     "core": "status numerics rng layout case candidate conventions clock shell verdict files topk",
-    "gen": "generator minimize",
+    "gen": "generator minimize pipeline",
     "judge": "compare bound policy record judge",
     "store": "casefile casefile_h5 results",
     "run": "runner device external bench",

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Pipeline mode (cli/pipeline_run.c, pipeline_judge.c): each stage's mutant fails at the seam it
+# breaks and the report names that seam with request, row and position; a top-k that breaks ties
+# the other way passes, and the end-to-end difference its selection causes is reported apart;
+# failing chains saved with --save-failures replay through attest check (the mutant fails there,
+# the correct chain passes); bad stage specs exit 2 with one line.
+# Usage: cli_pipeline.sh ATTEST
+set -u
+attest=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export TMPDIR=$work
+cd "$work" || exit 1
+fail() { echo "FAIL: $*"; cat "$work/out" 2>/dev/null; exit 1; }
+expect() { # WANT_RC ARGS...: runs attest ARGS into out, wants exit WANT_RC
+  want=$1; shift
+  "$attest" "$@" > "$work/out" 2>&1
+  rc=$?
+  [ "$rc" -eq "$want" ] || fail "attest $*: exit $rc, wanted $want"
+}
+has() { grep -Eq -- "$1" "$work/out" || fail "no line matching: $1"; }
+cpu="--candidate indexer=cpu-indexer --candidate topk=cpu-topk --candidate decode=cpu-mla-decode"
+
+expect 1 run --kernel pipeline --candidate indexer=mutant-indexer-scale-off-by-one \
+  --candidate topk=cpu-topk --candidate decode=cpu-mla-decode --cases 30 --print-failures 1
+has "^FAIL case [0-9]+ kernel=pipeline.*: broke at indexer$"
+has "^  indexer  mutant-indexer-scale-off-by-one +FAIL  request [0-9]+, row [0-9]+ \(MTP slot [0-9]+\), position [0-9]+: MISMATCH"
+has "^  broke at: indexer [0-9]+$"
+has "replay: attest run --kernel pipeline --candidate indexer=mutant-indexer-scale-off-by-one --candidate topk=cpu-topk --candidate decode=cpu-mla-decode --case-seed 0x"
+
+expect 1 run --kernel pipeline --candidate indexer=cpu-indexer --candidate topk=mutant-topk-page-off-by-one \
+  --candidate decode=cpu-mla-decode --cases 30 --print-failures 1 --save-failures "$work"
+has "^FAIL case [0-9]+ .*: broke at topk$"
+has "^  topk     mutant-topk-page-off-by-one +FAIL  request [0-9]+, row [0-9]+ \(MTP slot [0-9]+\), slot [0-9]+: translation"
+has "^  decode   cpu-mla-decode +OK  \(judged on the top-k's own indices\)"
+has "^  broke at: topk [0-9]+$"
+saved=$(ls "$work"/pipeline-*.h5 | head -3)
+[ -n "$saved" ] || fail "--save-failures wrote no case file"
+
+expect 1 run --kernel pipeline --candidate indexer=cpu-indexer --candidate topk=cpu-topk \
+  --candidate decode=mutant-mla-scale-off-by-one --cases 30 --print-failures 1
+has "^FAIL case [0-9]+ .*: broke at decode$"
+has "^  decode   mutant-mla-scale-off-by-one +FAIL  request [0-9]+, query [0-9]+ \(row [0-9]+\), head [0-9]+: MISMATCH"
+has "^  broke at: decode [0-9]+$"
+
+# A correct top-k that gives equal scores to the higher position: no seam breaks; the rows whose
+# selection differs only within ties and the output difference it causes are reported.
+expect 0 run --kernel pipeline --candidate indexer=cpu-indexer --candidate topk=cpu-topk-ties-high \
+  --candidate decode=cpu-mla-decode --cases 100
+has "selection vs the reference chain's: [1-9][0-9]* rows within ties in [1-9][0-9]* cases \(largest output difference they cause [0-9.e+-]+, case [0-9]+; lse [0-9.e+-]+; reported, not failed\), 0 rows beyond ties"
+has "^result: PASS \(100 cases\)"
+expect 0 run --kernel pipeline --candidate topk=cpu-topk-ties-high --cases 1 --case-seed 0x2a
+has "^  end-to-end selection vs the reference chain's"
+
+# Saved chains replay through attest check.
+# shellcheck disable=SC2086
+expect 1 check $saved --candidate indexer=cpu-indexer --candidate topk=mutant-topk-page-off-by-one \
+  --candidate decode=cpu-mla-decode
+has ": broke at topk$"
+# shellcheck disable=SC2086
+expect 0 check $saved $cpu
+has "^result: PASS"
+expect 1 check "$work/out" $cpu
+has "^UNREADABLE"
+
+for bad in "--candidate frob=cpu-indexer" "--candidate topk=no-such-topk" \
+           "--candidate indexer=cpu-mla-decode" "--candidate topk=cpu-topk --candidate topk=cpu-topk" \
+           "--candidate topk=cpu-topk --save-failures $work/missing" "--candidate topk=cpu-topk --cases 0"; do
+  # shellcheck disable=SC2086
+  expect 2 run --kernel pipeline $bad
+  [ "$(wc -l < out)" -eq 1 ] || fail "run $bad: the usage error is not one line"
+done
+echo "PASS"
