@@ -261,9 +261,15 @@ static attest_status stage_topk(pipe_stages *s, attest_pipeline_case *pc, chain 
         char checks[160], w[64] = "";
         attest_topk_check_mask_string(r->topk.failed, checks, sizeof checks);
         if (r->topk.first_row >= 0) where_row(ch, r->topk.first_row, w, sizeof w);
-        snprintf(r->detail[1], sizeof r->detail[1], "%s%s%d: %s (%s; %d rows fail)", w,
-                 w[0] ? ", slot " : "", r->topk.first_slot, checks, r->topk.detail,
-                 r->topk.rows_failed);
+        /* The judge's detail starts with the check's name, which the line already gives. */
+        const char *d = r->topk.detail, *colon = strstr(d, ": ");
+        if (colon && (size_t)(colon - d) < 16 && strncmp(checks, d, (size_t)(colon - d)) == 0)
+            d = colon + 2;
+        if (w[0])
+            snprintf(r->detail[1], sizeof r->detail[1], "%s, slot %d: %s; %s (%d rows fail)", w,
+                     r->topk.first_slot, checks, d, r->topk.rows_failed);
+        else
+            snprintf(r->detail[1], sizeof r->detail[1], "%s; %s", checks, d);
     }
     return ATTEST_OK;
 }
