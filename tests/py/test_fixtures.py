@@ -377,6 +377,33 @@ def test_oracles():
           f"oracle files as fixtures: exit {rc}\n{out}")
 
 
+def test_param_keys(tmp):
+    """Each fixture case's stored parameter string (written when the fixture was made) is the one
+    attest computes from the loaded case today: results keyed on it keep matching."""
+    dirs = [GOLDEN, os.path.join(SRC, "fixtures", "false-alarms")]
+    for d in dirs:
+        for name in sorted(f for f in os.listdir(d) if f.endswith(".h5")):
+            path = os.path.join(d, name)
+            with h5py.File(path, "r") as f:
+                kernel = f[sorted(f.keys())[0]].attrs["kind"]
+                kernel = kernel.decode() if isinstance(kernel, bytes) else kernel
+                stored = {}
+                for g in f:
+                    v = f[g].attrs.get("params")
+                    stored[g] = v.decode() if isinstance(v, bytes) else v
+            out = os.path.join(tmp, "keys-" + name)
+            cand = "cpu-indexer" if kernel == "indexer" else "cpu-mla-decode"
+            rc, o, e = run("check", path, "--candidate", cand, "--out", out, "--force")
+            check(rc == 0, f"check {path}: exit {rc}\n{o}{e}")
+            if rc != 0:
+                continue
+            with h5py.File(out, "r") as r:
+                got = [p.decode() for p in r["cases"]["params"]]
+            check(sorted(got) == sorted(stored.values()),
+                  f"{path}: parameter strings differ from the stored ones:\n"
+                  f"{sorted(set(got) ^ set(stored.values()))}")
+
+
 def main():
     if not CLI or not os.path.exists(CLI):
         print("ATTEST_CLI not set or missing; skipping")
@@ -394,6 +421,7 @@ def main():
         test_edges()
         test_make(tmp)
         test_oracles()
+        test_param_keys(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary("test_fixtures")

@@ -89,6 +89,7 @@ const char *attest_lse_convention_name(attest_lse_convention c); /* "excludes_si
 const char *attest_relu_nan_name(attest_relu_nan r);               /* "to_zero", "propagates" */
 const char *attest_lonely_lse_name(attest_lonely_lse l);           /* "+inf", "-inf", "sink" */
 const char *attest_invalid_index_name(attest_invalid_index i);     /* "skip", "ends_list" */
+const char *attest_topk_rule_name(attest_topk_rule r);      /* "by_score", "short_identity" */
 
 #define ATTEST_INDEXER_BLOCK 64u /* positions per c4-indexer block */
 
@@ -193,6 +194,68 @@ size_t attest_tensor_count(const attest_tensor *t);
  * Returns ATTEST_ERR_INVALID_ARGUMENT if buf is too small. */
 attest_status attest_case_param_string(const attest_case *c, char *buf, size_t cap)
     ATTEST_MUST_CHECK;
+
+/* The parameters of a kernel family as data, declared once: the parameter string, the case-file
+ * writer and the case-file reader walk the same table (case_fields.c), so a parameter added,
+ * renamed or given a new value name changes all three. */
+typedef enum attest_param_type {
+    ATTEST_PARAM_I32,    /* int32_t */
+    ATTEST_PARAM_I64,    /* int64_t */
+    ATTEST_PARAM_F32,    /* float (a double attribute; "%.9g" in the string) */
+    ATTEST_PARAM_ENUM,   /* an int-sized enum, stored as its value's name */
+    ATTEST_PARAM_FLAG,   /* int32_t 0 or 1: whether `dataset` is present */
+    ATTEST_PARAM_LAYOUT, /* attest_layout_id, stored as its name */
+    ATTEST_PARAM_FIXED_LAYOUT, /* no field: the family's one layout (`fallback`), by name */
+    ATTEST_PARAM_FIXED   /* no field: a layout constant (`fallback`) */
+    /* A file states the FIXED kinds; a reader checks them when present. */
+} attest_param_type;
+
+/* When a field is absent from a case file. */
+typedef enum attest_param_absent {
+    ATTEST_ABSENT_REQUIRED,    /* an error */
+    ATTEST_ABSENT_VALUE,       /* `fallback` */
+    ATTEST_ABSENT_K_DIM,       /* the layout's k_dim */
+    ATTEST_ABSENT_V_DIM,       /* the layout's v_dim */
+    ATTEST_ABSENT_INV_SQRT_DQK, /* 1/sqrt(d_qk) */
+    ATTEST_ABSENT_DATASET,     /* FLAG: the dataset's presence */
+    ATTEST_ABSENT_TABLE_WIDTH  /* the width of the block_table dataset */
+} attest_param_absent;
+
+#define ATTEST_PARAM_IF_TOPK 1u  /* in the parameter string only when topk > 0 */
+#define ATTEST_PARAM_IF_EXTRA 2u /* exists only when has_extra (string, file and reader) */
+#define ATTEST_PARAM_POOL 4u     /* a page pool's size, stride or count: checked as a pool */
+
+typedef struct attest_param_field {
+    const char *attr;        /* case-file attribute name */
+    const char *key;         /* parameter-string key; NULL: not in the string */
+    attest_param_type type;
+    size_t offset;           /* into the family's parameter struct (attest_case.params) */
+    attest_param_absent absent;
+    int64_t fallback;        /* ATTEST_ABSENT_VALUE: the value; FIXED: the only value */
+    unsigned flags;          /* ATTEST_PARAM_IF_* */
+    int num_values;          /* ENUM: values 0 .. num_values-1 */
+    const char *(*value_name)(int v); /* ENUM: the file's name of value v */
+    const char *(*short_name)(int v); /* ENUM: the string's name of v where it differs, or NULL */
+    const char *dataset;     /* FLAG: the dataset whose presence it states */
+} attest_param_field;
+
+/* The fields of a kernel family, in parameter-string order (*count of them); NULL for an unknown
+ * family. */
+const attest_param_field *attest_case_param_fields(attest_kernel kernel, size_t *count);
+
+/* Field f of the case's parameters as an integer (FIXED kinds: their value; F32: 0), and set. */
+int64_t attest_param_get(const attest_case *c, const attest_param_field *f);
+void attest_param_set(attest_case *c, const attest_param_field *f, int64_t v);
+/* An F32 field as a double, and set (rounded to float). */
+double attest_param_get_real(const attest_case *c, const attest_param_field *f);
+void attest_param_set_real(attest_case *c, const attest_param_field *f, double v);
+
+/* The name of value v of an ENUM, LAYOUT or FIXED_LAYOUT field (short_form: as the parameter
+ * string spells it); NULL when v has none. */
+const char *attest_param_value_name(const attest_param_field *f, int64_t v, int short_form);
+
+/* Whether field f exists for this case (ATTEST_PARAM_IF_EXTRA fields only with has_extra). */
+int attest_param_present(const attest_case *c, const attest_param_field *f);
 
 /* Returns 1 if every key=value pair of `filter` (comma separated; a value may end in '*' to match
  * a prefix) appears in the parameter string, 0 otherwise. An empty filter matches everything. */

@@ -28,6 +28,10 @@ typedef enum attest_scale_format {
     ATTEST_SCALE_F32 = 2    /* little-endian float32 */
 } attest_scale_format;
 
+/* Bytes of one c4-indexer block (64 positions x 128 fp8 keys, then 64 float32 scales): a
+ * compile-time constant because the indexer's cache shape [num_blocks, 8448] is built from it. */
+#define ATTEST_LAYOUT_C4_BLOCK_BYTES 8448u
+
 #define ATTEST_LAYOUT_MAX_SCALES 8
 #define ATTEST_LAYOUT_MAX_PAGE_SIZE 4096u
 #define ATTEST_LAYOUT_MAX_PAGE_STRIDE (64ull << 20) /* 64 MiB: anything larger is a typo */

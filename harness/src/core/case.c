@@ -78,6 +78,15 @@ const char *attest_lonely_lse_name(attest_lonely_lse l)
     return "unknown";
 }
 
+const char *attest_topk_rule_name(attest_topk_rule r)
+{
+    switch (r) {
+    case ATTEST_TOPK_BY_SCORE: return "by_score";
+    case ATTEST_TOPK_SHORT_IDENTITY: return "short_identity";
+    }
+    return "unknown";
+}
+
 const char *attest_invalid_index_name(attest_invalid_index i)
 {
     switch (i) {

@@ -1,4 +1,5 @@
-/* The canonical parameter string of a case, filtering on it, and validation of index inputs. */
+/* The canonical parameter string of a case (from the field table, case_fields.c), filtering on
+ * it, and validation of index inputs. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,33 +34,29 @@ attest_status attest_case_param_string(const attest_case *c, char *buf, size_t c
     ATTEST_RETURN_IF(buf == NULL || cap == 0, ATTEST_ERR_INVALID_ARGUMENT, "no buffer");
     str_builder sb = {buf, cap, 0, 0};
     buf[0] = '\0';
-    if (c->kernel == ATTEST_KERNEL_INDEXER) {
-        const attest_indexer_params *p = &c->params.indexer;
-        sb_add(&sb, "kernel=indexer,layout=c4-indexer,b=%d,next_n=%d,h=%d,d=%d,blocks=%d,"
-                    "bpr=%d,max_len=%d,mask=%s",
-               p->b, p->next_n, p->heads, p->head_dim, p->num_blocks, p->blocks_per_req,
-               p->max_len, attest_masking_name(p->masking));
-        if (p->topk > 0)
-            sb_add(&sb, ",topk=%d,topk_rule=%s", p->topk,
-                   p->topk_rule == ATTEST_TOPK_SHORT_IDENTITY ? "short_identity" : "score");
-    } else if (c->kernel == ATTEST_KERNEL_MLA_DECODE) {
-        const attest_mla_params *p = &c->params.mla;
-        sb_add(&sb, "kernel=mla-decode,layout=%s,P=%d,stride=%" PRId64 ",pages=%d,b=%d,s_q=%d,"
-                    "h=%d,d_qk=%d,d_v=%d,topk=%d,sm_scale=%.9g,topk_length=%d,sink=%d,lse=%s",
-               attest_layout_name(p->layout) ? attest_layout_name(p->layout) : "unknown",
-               p->page_size, p->page_stride, p->num_pages, p->b, p->s_q, p->h_q, p->d_qk, p->d_v,
-               p->topk, (double)p->sm_scale, p->has_topk_length ? 1 : 0, p->has_sink ? 1 : 0,
-               attest_lse_convention_name(p->lse_convention));
-        if (p->has_extra)
-            sb_add(&sb, ",extra=1,extra_P=%d,extra_stride=%" PRId64 ",extra_pages=%d,"
-                        "extra_topk=%d,extra_topk_length=%d",
-                   p->extra_page_size, p->extra_page_stride, p->extra_num_pages, p->extra_topk,
-                   p->has_extra_topk_length ? 1 : 0);
-        else
-            sb_add(&sb, ",extra=0");
-    } else {
+    size_t n;
+    const attest_param_field *fields = attest_case_param_fields(c->kernel, &n);
+    if (!fields)
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "unknown kernel family %d",
                            (int)c->kernel);
+    sb_add(&sb, "kernel=%s", attest_kernel_name(c->kernel));
+    for (size_t i = 0; i < n; i++) {
+        const attest_param_field *f = &fields[i];
+        if (!f->key || !attest_param_present(c, f)) continue;
+        if ((f->flags & ATTEST_PARAM_IF_TOPK) && c->params.indexer.topk <= 0) continue;
+        const int64_t v = attest_param_get(c, f);
+        switch (f->type) {
+        case ATTEST_PARAM_F32: sb_add(&sb, ",%s=%.9g", f->key, attest_param_get_real(c, f)); break;
+        case ATTEST_PARAM_ENUM:
+        case ATTEST_PARAM_LAYOUT:
+        case ATTEST_PARAM_FIXED_LAYOUT: {
+            const char *name = attest_param_value_name(f, v, 1);
+            sb_add(&sb, ",%s=%s", f->key, name ? name : "unknown");
+            break;
+        }
+        case ATTEST_PARAM_FLAG: sb_add(&sb, ",%s=%d", f->key, v != 0); break;
+        default: sb_add(&sb, ",%s=%" PRId64, f->key, v); break;
+        }
     }
     ATTEST_RETURN_IF(sb.overflow, ATTEST_ERR_INVALID_ARGUMENT,
                      "parameter string longer than %zu bytes", cap - 1);

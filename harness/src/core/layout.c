@@ -46,7 +46,7 @@ _Static_assert(V32_SCALES * V32_TILE == V32_NOPE, "mla-v32: 4 scales of 128 cove
 #define C4_POSITIONS 64u
 #define C4_DIM 128u
 #define C4_SCALE_OFF 8192u
-#define C4_BLOCK_BYTES 8448u
+#define C4_BLOCK_BYTES ATTEST_LAYOUT_C4_BLOCK_BYTES
 _Static_assert(C4_POSITIONS * C4_DIM == C4_SCALE_OFF, "c4 keys fill [0, 8192)");
 _Static_assert(C4_SCALE_OFF + 4u * C4_POSITIONS == C4_BLOCK_BYTES, "c4 block is 8448 bytes");
 _Static_assert(C4_SCALE_OFF / 4u == 2048u && C4_BLOCK_BYTES / 4u == 2112u,

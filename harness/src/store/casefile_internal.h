@@ -139,7 +139,4 @@ attest_status attest_cf_read_case(hid_t loc, const char *where, attest_case *out
 attest_status attest_cf_case_kind(hid_t loc, const char *where, int *is_case,
                                   attest_kernel *kernel) ATTEST_MUST_CHECK;
 
-/* Names for enums the schema stores as strings. */
-const char *attest_cf_topk_rule_name(attest_topk_rule r); /* "by_score", "short_identity" */
-
 #endif /* ATTEST_CASEFILE_INTERNAL_H */

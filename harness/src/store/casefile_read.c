@@ -122,31 +122,29 @@ static attest_status get_flag(const reader *r, const char *flag, const char *dse
     return ATTEST_OK;
 }
 
-/* Reads an enum stored as a string by matching the names a function gives for 0..n-1. */
-static attest_status get_enum(const reader *r, const char *name, int def, int n,
-                              const char *(*name_of)(int), const char *expected, int *v)
+/* Reads an enum stored as a string by matching the names its field gives for each value. */
+static attest_status get_enum(const reader *r, const attest_param_field *f, int *v)
 {
-    if (!has_attr(r, name)) {
-        *v = def;
+    if (!has_attr(r, f->attr)) {
+        *v = (int)f->fallback;
         return ATTEST_OK;
     }
     char s[64];
-    ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, name, s, sizeof s));
-    for (int i = 0; i < n; i++)
-        if (!strcmp(s, name_of(i))) {
+    ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, f->attr, s, sizeof s));
+    char expected[160] = "";
+    size_t used = 0;
+    for (int i = 0; i < f->num_values; i++) {
+        if (!strcmp(s, f->value_name(i))) {
             *v = i;
             return ATTEST_OK;
         }
-    return attest_fail(ATTEST_ERR_FORMAT, "%s%s: unknown value '%s' (expected %s)", r->where, name,
-                       s, expected);
+        const char *sep = i == 0 ? "" : i + 1 == f->num_values ? " or " : ", ";
+        int w = snprintf(expected + used, sizeof expected - used, "%s%s", sep, f->value_name(i));
+        if (w > 0 && (size_t)w < sizeof expected - used) used += (size_t)w;
+    }
+    return attest_fail(ATTEST_ERR_FORMAT, "%s%s: unknown value '%s' (expected %s)", r->where,
+                       f->attr, s, expected);
 }
-
-static const char *masking_name(int i) { return attest_masking_name((attest_masking)i); }
-static const char *lse_name(int i) { return attest_lse_convention_name((attest_lse_convention)i); }
-static const char *relu_nan_name(int i) { return attest_relu_nan_name((attest_relu_nan)i); }
-static const char *lonely_name(int i) { return attest_lonely_lse_name((attest_lonely_lse)i); }
-static const char *invalid_name(int i) { return attest_invalid_index_name((attest_invalid_index)i); }
-static const char *rule_name(int i) { return attest_cf_topk_rule_name((attest_topk_rule)i); }
 
 /* Reads a fixed attribute that, when present, must hold one value. */
 static attest_status check_fixed(const reader *r, const char *name, int64_t want)
@@ -160,138 +158,162 @@ static attest_status check_fixed(const reader *r, const char *name, int64_t want
     return ATTEST_OK;
 }
 
-static attest_status read_indexer_params(const reader *r, attest_indexer_params *p, int *truth)
+/* The width of the block_table dataset, for files that leave blocks_per_req implicit. */
+static attest_status table_width(const reader *r, const char *dset, int32_t *v)
 {
-    if (has_attr(r, "layout")) {
-        char s[64];
-        ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, "layout", s, sizeof s));
-        if (strcmp(s, "c4-indexer"))
-            return attest_fail(ATTEST_ERR_FORMAT, "%slayout: '%s', an indexer case uses c4-indexer",
-                               r->where, s);
-    }
-    ATTEST_FORWARD(check_fixed(r, "block_size", ATTEST_INDEXER_BLOCK));
-    ATTEST_FORWARD(check_fixed(r, "block_bytes", 8448));
-    ATTEST_FORWARD(get_i32(r, "num_blocks", 1, 0, &p->num_blocks));
-    ATTEST_FORWARD(get_i32(r, "b", 1, 0, &p->b));
-    ATTEST_FORWARD(get_i32(r, "next_n", 0, 1, &p->next_n));
-    ATTEST_FORWARD(get_i32(r, "heads", 1, 0, &p->heads));
-    ATTEST_FORWARD(get_i32(r, "head_dim", 0, 128, &p->head_dim));
-    ATTEST_FORWARD(get_i32(r, "max_len", 1, 0, &p->max_len));
-    if (has_attr(r, "blocks_per_req")) {
-        ATTEST_FORWARD(get_i32(r, "blocks_per_req", 1, 0, &p->blocks_per_req));
-    } else if (has_dset(r, "block_table")) {
-        /* The oracle schema leaves the table's width implicit. */
-        hid_t d = H5Dopen2(r->loc, "block_table", H5P_DEFAULT);
-        if (d < 0) return attest_fail(ATTEST_ERR_FORMAT, "%sblock_table: not a dataset", r->where);
-        attest_cf_dset_info info;
-        attest_status st = attest_cf_dset_describe(d, r->where, "block_table", &info);
-        H5Dclose(d);
-        ATTEST_FORWARD(st);
-        if (info.rank != 2 || info.dims[1] < 1 || info.dims[1] > INT32_MAX)
-            return attest_fail(ATTEST_ERR_FORMAT,
-                               "%sblock_table: rank %d, expected [b, blocks_per_req]", r->where,
-                               info.rank);
-        p->blocks_per_req = (int32_t)info.dims[1];
-    } else {
-        return attest_fail(ATTEST_ERR_FORMAT, "%sblock_table: required dataset is missing",
-                           r->where);
-    }
-    int v;
-    ATTEST_FORWARD(get_enum(r, "masking", ATTEST_MASK_NEG_INF, 3, masking_name,
-                            "-inf, 0.0 or unspecified", &v));
-    p->masking = (attest_masking)v;
-    /* Files written before the convention existed hold outputs of the default (to_zero). */
-    ATTEST_FORWARD(get_enum(r, "relu_nan", ATTEST_RELU_NAN_TO_ZERO, 2, relu_nan_name,
-                            "to_zero or propagates", &v));
-    p->relu_nan = (attest_relu_nan)v;
-    ATTEST_FORWARD(get_i32(r, "topk", 0, 0, &p->topk));
-    ATTEST_FORWARD(get_enum(r, "topk_rule", ATTEST_TOPK_BY_SCORE, 2, rule_name,
-                            "by_score or short_identity", &v));
-    p->topk_rule = (attest_topk_rule)v;
-    int kt = has_dset(r, "k_true"), qt = has_dset(r, "q_true");
-    if (kt != qt)
-        return attest_fail(ATTEST_ERR_FORMAT,
-                           "%s%s: required dataset is missing (the truth tensors come together)",
-                           r->where, kt ? "q_true" : "k_true");
-    *truth = kt;
+    if (!has_dset(r, dset))
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: required dataset is missing", r->where, dset);
+    hid_t d = H5Dopen2(r->loc, dset, H5P_DEFAULT);
+    if (d < 0) return attest_fail(ATTEST_ERR_FORMAT, "%s%s: not a dataset", r->where, dset);
+    attest_cf_dset_info info;
+    attest_status st = attest_cf_dset_describe(d, r->where, dset, &info);
+    H5Dclose(d);
+    ATTEST_FORWARD(st);
+    if (info.rank != 2 || info.dims[1] < 1 || info.dims[1] > INT32_MAX)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: rank %d, expected [b, blocks_per_req]",
+                           r->where, dset, info.rank);
+    *v = (int32_t)info.dims[1];
     return ATTEST_OK;
 }
 
-static attest_status read_pool(const reader *r, const char *prefix, attest_layout_id layout,
-                               int32_t *page_size, int64_t *page_stride, int32_t *num_pages)
+/* A layout field: required, one of the layouts a decode case uses; *L its descriptor at page
+ * size 1, for the dimensions that default from it. */
+static attest_status get_layout(const reader *r, const attest_param_field *f, attest_layout_id *id,
+                                attest_layout *L)
 {
-    char name[48];
-    snprintf(name, sizeof name, "%spage_size", prefix);
-    ATTEST_FORWARD(get_i32(r, name, 1, 0, page_size));
-    snprintf(name, sizeof name, "%snum_pages", prefix);
-    ATTEST_FORWARD(get_i32(r, name, 1, 0, num_pages));
-    snprintf(name, sizeof name, "%spage_stride", prefix);
-    ATTEST_FORWARD(get_i64(r, name, 0, 0, page_stride));
-    if (*page_size <= 0 || (uint32_t)*page_size > ATTEST_LAYOUT_MAX_PAGE_SIZE)
+    char s[64];
+    if (!has_attr(r, f->attr))
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: required attribute is missing", r->where,
+                           f->attr);
+    ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, f->attr, s, sizeof s));
+    if (attest_layout_from_name(s, id) != ATTEST_OK ||
+        (*id != ATTEST_LAYOUT_MLA_V4 && *id != ATTEST_LAYOUT_MLA_V32))
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: '%s', expected mla-v4 or mla-v32", r->where,
+                           f->attr, s);
+    if (attest_layout_make(*id, 1, 0, L) != ATTEST_OK)
+        return attest_cf_rewrap(ATTEST_ERR_FORMAT, r->where, f->attr);
+    return ATTEST_OK;
+}
+
+/* Reads one field of the table (case.h) into the case. `L` is the layout read so far. */
+static attest_status read_field(const reader *r, const attest_param_field *f, attest_case *c,
+                                attest_layout *L)
+{
+    int64_t x = f->fallback;
+    switch (f->type) {
+    case ATTEST_PARAM_FIXED: return check_fixed(r, f->attr, f->fallback);
+    case ATTEST_PARAM_FIXED_LAYOUT: {
+        if (!has_attr(r, f->attr)) return ATTEST_OK;
+        char s[64];
+        const char *want = attest_layout_name((attest_layout_id)f->fallback);
+        ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, f->attr, s, sizeof s));
+        if (strcmp(s, want))
+            return attest_fail(ATTEST_ERR_FORMAT, "%s%s: '%s', an %s case uses %s", r->where,
+                               f->attr, s, attest_kernel_name(c->kernel), want);
+        return ATTEST_OK;
+    }
+    case ATTEST_PARAM_LAYOUT: {
+        attest_layout_id id;
+        ATTEST_FORWARD(get_layout(r, f, &id, L));
+        attest_param_set(c, f, id);
+        return ATTEST_OK;
+    }
+    case ATTEST_PARAM_ENUM: {
+        int v = 0;
+        ATTEST_FORWARD(get_enum(r, f, &v));
+        attest_param_set(c, f, v);
+        return ATTEST_OK;
+    }
+    case ATTEST_PARAM_FLAG: {
+        int32_t v = 0;
+        ATTEST_FORWARD(get_flag(r, f->attr, f->dataset, &v));
+        attest_param_set(c, f, v);
+        return ATTEST_OK;
+    }
+    case ATTEST_PARAM_F32: {
+        const int32_t d_qk = c->params.mla.d_qk;
+        double v = d_qk > 0 ? 1.0 / sqrt((double)d_qk) : 0.0;
+        if (has_attr(r, f->attr))
+            ATTEST_FORWARD(attest_cf_read_attr_double(r->loc, r->where, f->attr, &v));
+        if (!(v > 0.0 && v < 1e30))
+            return attest_fail(ATTEST_ERR_FORMAT, "%s%s: %g must be positive and finite",
+                               r->where, f->attr, v);
+        attest_param_set_real(c, f, v);
+        return ATTEST_OK;
+    }
+    case ATTEST_PARAM_I32:
+    case ATTEST_PARAM_I64: break;
+    }
+    if (f->absent == ATTEST_ABSENT_TABLE_WIDTH && !has_attr(r, f->attr)) {
+        int32_t v = 0;
+        ATTEST_FORWARD(table_width(r, f->dataset, &v));
+        attest_param_set(c, f, v);
+        return ATTEST_OK;
+    }
+    if (f->absent == ATTEST_ABSENT_K_DIM) x = L->k_dim;
+    if (f->absent == ATTEST_ABSENT_V_DIM) x = L->v_dim;
+    if (f->type == ATTEST_PARAM_I64) {
+        ATTEST_FORWARD(get_i64(r, f->attr, f->absent == ATTEST_ABSENT_REQUIRED, x, &x));
+    } else {
+        int32_t v = 0;
+        ATTEST_FORWARD(get_i32(r, f->attr, f->absent == ATTEST_ABSENT_REQUIRED, (int32_t)x, &v));
+        x = v;
+    }
+    attest_param_set(c, f, x);
+    return ATTEST_OK;
+}
+
+/* A page pool's size and stride (read by the table): the size within range, the stride one the
+ * layout accepts, 0 replaced by the layout's default. */
+static attest_status check_pool(const reader *r, const char *prefix, attest_layout_id layout,
+                                int32_t page_size, int64_t *page_stride)
+{
+    if (page_size <= 0 || (uint32_t)page_size > ATTEST_LAYOUT_MAX_PAGE_SIZE)
         return attest_fail(ATTEST_ERR_FORMAT, "%s%spage_size: %d is outside [1, %u]", r->where,
-                           prefix, *page_size, ATTEST_LAYOUT_MAX_PAGE_SIZE);
+                           prefix, page_size, ATTEST_LAYOUT_MAX_PAGE_SIZE);
+    char name[48];
+    snprintf(name, sizeof name, "%spage_stride", prefix);
     if (*page_stride < 0)
         return attest_fail(ATTEST_ERR_FORMAT, "%s%s: %lld is negative", r->where, name,
                            (long long)*page_stride);
     /* The stride must hold a page's payload; attest_layout_make says so in its own words. */
     attest_layout L;
-    if (attest_layout_make(layout, (uint32_t)*page_size, (uint64_t)*page_stride, &L) != ATTEST_OK)
+    if (attest_layout_make(layout, (uint32_t)page_size, (uint64_t)*page_stride, &L) != ATTEST_OK)
         return attest_cf_rewrap(ATTEST_ERR_FORMAT, r->where, *page_stride ? name : "page_size");
     *page_stride = (int64_t)L.page_stride;
     return ATTEST_OK;
 }
 
-static attest_status read_mla_params(const reader *r, attest_mla_params *p, int *truth)
+/* Reads the parameters of the case's family, field by field in table order, then what ties
+ * fields and datasets together. *truth: the case has its truth tensors. */
+static attest_status read_params(const reader *r, attest_case *c, int *truth)
 {
-    char s[64];
-    if (!has_attr(r, "layout"))
-        return attest_fail(ATTEST_ERR_FORMAT, "%slayout: required attribute is missing", r->where);
-    ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, "layout", s, sizeof s));
-    attest_layout_id id;
-    if (attest_layout_from_name(s, &id) != ATTEST_OK ||
-        (id != ATTEST_LAYOUT_MLA_V4 && id != ATTEST_LAYOUT_MLA_V32))
-        return attest_fail(ATTEST_ERR_FORMAT, "%slayout: '%s', expected mla-v4 or mla-v32",
-                           r->where, s);
-    p->layout = id;
-    ATTEST_FORWARD(read_pool(r, "", id, &p->page_size, &p->page_stride, &p->num_pages));
+    size_t n;
+    const attest_param_field *fields = attest_case_param_fields(c->kernel, &n);
     attest_layout L;
-    if (attest_layout_make(id, (uint32_t)p->page_size, (uint64_t)p->page_stride, &L) != ATTEST_OK)
-        return attest_cf_rewrap(ATTEST_ERR_FORMAT, r->where, "page_stride");
-    ATTEST_FORWARD(get_i32(r, "b", 1, 0, &p->b));
-    ATTEST_FORWARD(get_i32(r, "s_q", 1, 0, &p->s_q));
-    ATTEST_FORWARD(get_i32(r, "h_q", 1, 0, &p->h_q));
-    ATTEST_FORWARD(get_i32(r, "d_qk", 0, (int32_t)L.k_dim, &p->d_qk));
-    ATTEST_FORWARD(get_i32(r, "d_v", 0, (int32_t)L.v_dim, &p->d_v));
-    ATTEST_FORWARD(get_i32(r, "topk", 1, 0, &p->topk));
-    double scale = p->d_qk > 0 ? 1.0 / sqrt((double)p->d_qk) : 0.0;
-    if (has_attr(r, "sm_scale"))
-        ATTEST_FORWARD(attest_cf_read_attr_double(r->loc, r->where, "sm_scale", &scale));
-    if (!(scale > 0.0 && scale < 1e30))
-        return attest_fail(ATTEST_ERR_FORMAT, "%ssm_scale: %g must be positive and finite",
-                           r->where, scale);
-    p->sm_scale = (float)scale;
-    int v;
-    ATTEST_FORWARD(get_enum(r, "lse_convention", ATTEST_LSE_EXCLUDES_SINK, 2, lse_name,
-                            "excludes_sink or includes_sink", &v));
-    p->lse_convention = (attest_lse_convention)v;
-    ATTEST_FORWARD(get_enum(r, "lonely_lse", ATTEST_LONELY_LSE_POS_INF, 3, lonely_name,
-                            "+inf, -inf or sink", &v));
-    p->lonely_lse = (attest_lonely_lse)v;
-    ATTEST_FORWARD(get_enum(r, "minus_one", ATTEST_INVALID_SKIP, 2, invalid_name,
-                            "skip or ends_list", &v));
-    p->invalid_index = (attest_invalid_index)v;
-    ATTEST_FORWARD(get_flag(r, "has_topk_length", "topk_length", &p->has_topk_length));
-    ATTEST_FORWARD(get_flag(r, "has_sink", "attn_sink", &p->has_sink));
-    ATTEST_FORWARD(get_flag(r, "has_extra", "extra_cache_bytes", &p->has_extra));
+    memset(&L, 0, sizeof L);
+    for (size_t i = 0; i < n; i++) {
+        if (!attest_param_present(c, &fields[i])) continue;
+        ATTEST_FORWARD(read_field(r, &fields[i], c, &L));
+    }
+    if (c->kernel == ATTEST_KERNEL_INDEXER) {
+        int kt = has_dset(r, "k_true"), qt = has_dset(r, "q_true");
+        if (kt != qt)
+            return attest_fail(ATTEST_ERR_FORMAT,
+                               "%s%s: required dataset is missing (the truth tensors come "
+                               "together)",
+                               r->where, kt ? "q_true" : "k_true");
+        *truth = kt;
+        return ATTEST_OK;
+    }
+    attest_mla_params *p = &c->params.mla;
+    ATTEST_FORWARD(check_pool(r, "", p->layout, p->page_size, &p->page_stride));
     if (p->has_extra) {
-        ATTEST_FORWARD(read_pool(r, "extra_", id, &p->extra_page_size, &p->extra_page_stride,
-                                 &p->extra_num_pages));
-        ATTEST_FORWARD(get_i32(r, "extra_topk", 1, 0, &p->extra_topk));
+        ATTEST_FORWARD(check_pool(r, "extra_", p->layout, p->extra_page_size,
+                                  &p->extra_page_stride));
         if (!has_dset(r, "extra_indices"))
             return attest_fail(ATTEST_ERR_FORMAT, "%sextra_indices: required dataset is missing",
                                r->where);
-        ATTEST_FORWARD(get_flag(r, "has_extra_topk_length", "extra_topk_length",
-                                &p->has_extra_topk_length));
     } else {
         /* Half an extra scope is a mistake, never something to ignore. */
         static const char *const extra_fields[] = {"extra_indices", "extra_topk_length",
@@ -301,13 +323,12 @@ static attest_status read_mla_params(const reader *r, attest_mla_params *p, int 
                 return attest_fail(ATTEST_ERR_FORMAT,
                                    "%s%s: present without extra_cache_bytes", r->where,
                                    extra_fields[i]);
-        static const char *const extra_attrs[] = {"extra_page_size", "extra_num_pages",
-                                                  "extra_topk", "extra_page_stride"};
-        for (size_t i = 0; i < sizeof extra_attrs / sizeof extra_attrs[0]; i++)
-            if (has_attr(r, extra_attrs[i]))
+        for (size_t i = 0; i < n; i++)
+            if ((fields[i].flags & ATTEST_PARAM_IF_EXTRA) && fields[i].type != ATTEST_PARAM_FLAG &&
+                has_attr(r, fields[i].attr))
                 return attest_fail(ATTEST_ERR_FORMAT,
                                    "%sextra_cache_bytes: required dataset is missing (%s is set)",
-                                   r->where, extra_attrs[i]);
+                                   r->where, fields[i].attr);
     }
     int kv = has_dset(r, "kv_true");
     int ekv = p->has_extra ? has_dset(r, "extra_kv_true") : kv;
@@ -328,7 +349,7 @@ static const char *shape_names(const attest_case *c, const char *name)
         attest_kernel k;
         const char *name, *dims;
     } table[] = {
-        {ATTEST_KERNEL_INDEXER, "cache_bytes", "num_blocks, 8448"},
+        {ATTEST_KERNEL_INDEXER, "cache_bytes", "num_blocks, block_bytes"},
         {ATTEST_KERNEL_INDEXER, "block_table", "b, blocks_per_req"},
         {ATTEST_KERNEL_INDEXER, "context_lens", "b"},
         {ATTEST_KERNEL_INDEXER, "q_fp8", "b, next_n, heads, head_dim"},
@@ -372,7 +393,7 @@ static void cache_rows(const attest_case *c, const char *name, int64_t *pages, i
     *pages = *stride = -1;
     if (c->kernel == ATTEST_KERNEL_INDEXER && !strcmp(name, "cache_bytes")) {
         *pages = c->params.indexer.num_blocks;
-        *stride = 8448;
+        *stride = ATTEST_LAYOUT_C4_BLOCK_BYTES;
     } else if (c->kernel == ATTEST_KERNEL_MLA_DECODE && !strcmp(name, "cache_bytes")) {
         *pages = c->params.mla.num_pages;
         *stride = c->params.mla.page_stride;
@@ -476,10 +497,7 @@ attest_status attest_cf_read_case(hid_t loc, const char *where, attest_case *out
                            where, (long long)version, ATTEST_CASEFILE_SCHEMA_VERSION);
     if (has_attr(&r, "seed")) ATTEST_FORWARD(attest_cf_read_attr_u64(loc, where, "seed", &c.seed));
     int truth = 0;
-    if (c.kernel == ATTEST_KERNEL_INDEXER)
-        ATTEST_FORWARD(read_indexer_params(&r, &c.params.indexer, &truth));
-    else
-        ATTEST_FORWARD(read_mla_params(&r, &c.params.mla, &truth));
+    ATTEST_FORWARD(read_params(&r, &c, &truth));
     if (attest_case_define_tensors(&c, truth) != ATTEST_OK)
         return attest_cf_rewrap(ATTEST_ERR_FORMAT, where, NULL);
 

@@ -9,15 +9,6 @@
 #include "attest/conventions.h"
 #include "casefile_internal.h"
 
-const char *attest_cf_topk_rule_name(attest_topk_rule r)
-{
-    switch (r) {
-    case ATTEST_TOPK_BY_SCORE: return "by_score";
-    case ATTEST_TOPK_SHORT_IDENTITY: return "short_identity";
-    }
-    return NULL;
-}
-
 attest_casefile_output attest_casefile_output_of(const attest_tensor *t)
 {
     attest_casefile_output o;
@@ -52,63 +43,35 @@ static void w_double(attr_writer *w, const char *name, double v)
     if (w->st == ATTEST_OK) w->st = attest_cf_write_attr_double(w->loc, w->where, name, v);
 }
 
+/* The parameters, one attribute per field of the family's table (case.h). */
 static attest_status write_params(attr_writer *w, const attest_case *c)
 {
     const attest_conventions conv = attest_conventions_of_case(c);
     if (attest_conventions_validate(&conv) != ATTEST_OK)
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%sa convention is out of range", w->where);
-    if (c->kernel == ATTEST_KERNEL_INDEXER) {
-        const attest_indexer_params *p = &c->params.indexer;
-        const char *masking = attest_masking_name(p->masking);
-        const char *rule = attest_cf_topk_rule_name(p->topk_rule);
-        if (!masking || !rule)
-            return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%smasking or topk_rule out of range",
-                               w->where);
-        w_str(w, "layout", "c4-indexer");
-        w_int(w, "block_size", ATTEST_INDEXER_BLOCK);
-        w_int(w, "block_bytes", 8448);
-        w_int(w, "num_blocks", p->num_blocks);
-        w_int(w, "b", p->b);
-        w_int(w, "next_n", p->next_n);
-        w_int(w, "heads", p->heads);
-        w_int(w, "head_dim", p->head_dim);
-        w_int(w, "max_len", p->max_len);
-        w_int(w, "blocks_per_req", p->blocks_per_req);
-        w_str(w, "masking", masking);
-        w_str(w, "relu_nan", attest_relu_nan_name(p->relu_nan));
-        w_int(w, "topk", p->topk);
-        w_str(w, "topk_rule", rule);
-        return w->st;
-    }
-    const attest_mla_params *p = &c->params.mla;
-    const char *layout = attest_layout_name(p->layout);
-    const char *lse = attest_lse_convention_name(p->lse_convention);
-    if (!layout || !lse)
-        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%slayout or lse_convention out of range",
-                           w->where);
-    w_str(w, "layout", layout);
-    w_int(w, "page_size", p->page_size);
-    w_int(w, "page_stride", p->page_stride);
-    w_int(w, "num_pages", p->num_pages);
-    w_int(w, "b", p->b);
-    w_int(w, "s_q", p->s_q);
-    w_int(w, "h_q", p->h_q);
-    w_int(w, "d_qk", p->d_qk);
-    w_int(w, "d_v", p->d_v);
-    w_int(w, "topk", p->topk);
-    w_double(w, "sm_scale", (double)p->sm_scale);
-    w_str(w, "lse_convention", lse);
-    w_str(w, "lonely_lse", attest_lonely_lse_name(p->lonely_lse));
-    w_str(w, "minus_one", attest_invalid_index_name(p->invalid_index));
-    w_int(w, "has_topk_length", p->has_topk_length != 0);
-    w_int(w, "has_sink", p->has_sink != 0);
-    w_int(w, "has_extra", p->has_extra != 0);
-    if (p->has_extra) {
-        w_int(w, "extra_page_size", p->extra_page_size);
-        w_int(w, "extra_page_stride", p->extra_page_stride);
-        w_int(w, "extra_num_pages", p->extra_num_pages);
-        w_int(w, "extra_topk", p->extra_topk);
-        w_int(w, "has_extra_topk_length", p->has_extra_topk_length != 0);
+    size_t n;
+    const attest_param_field *fields = attest_case_param_fields(c->kernel, &n);
+    for (size_t i = 0; i < n && w->st == ATTEST_OK; i++) {
+        const attest_param_field *f = &fields[i];
+        if (!attest_param_present(c, f)) continue;
+        const int64_t v = attest_param_get(c, f);
+        switch (f->type) {
+        case ATTEST_PARAM_ENUM:
+        case ATTEST_PARAM_LAYOUT:
+        case ATTEST_PARAM_FIXED_LAYOUT: {
+            const char *name = attest_param_value_name(f, v, 0);
+            if (!name)
+                return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s%s: %lld is out of range",
+                                   w->where, f->attr, (long long)v);
+            w_str(w, f->attr, name);
+            break;
+        }
+        case ATTEST_PARAM_F32: w_double(w, f->attr, attest_param_get_real(c, f)); break;
+        case ATTEST_PARAM_FLAG: w_int(w, f->attr, v != 0); break;
+        case ATTEST_PARAM_I32:
+        case ATTEST_PARAM_I64:
+        case ATTEST_PARAM_FIXED: w_int(w, f->attr, v); break;
+        }
     }
     return w->st;
 }
