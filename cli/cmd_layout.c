@@ -6,10 +6,69 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attest/case.h"
 #include "attest/layout.h"
 #include "commands.h"
 
 #define VERB "layout"
+
+/* Where token t's fields lie, from the layout's offset function: token 0, the last token, and
+ * the step from one token to the next (read off a two-token page where the page holds one). */
+typedef struct geometry {
+    attest_token_offsets first, last;
+    uint64_t record;      /* bytes from token t's fp8 data to token t+1's */
+    uint64_t scale_step;  /* bytes from token t's first scale to token t+1's */
+} geometry;
+
+static int geometry_of(const attest_layout *l, geometry *g)
+{
+    attest_layout two = *l;
+    if (l->page_size < 2 && attest_layout_make(l->id, 2, 0, &two) != ATTEST_OK) return -1;
+    attest_token_offsets a, b;
+    if (attest_layout_token_offsets(l, 0, &g->first) != ATTEST_OK ||
+        attest_layout_token_offsets(l, l->page_size - 1u, &g->last) != ATTEST_OK ||
+        attest_layout_token_offsets(&two, 0, &a) != ATTEST_OK ||
+        attest_layout_token_offsets(&two, 1, &b) != ATTEST_OK)
+        return -1;
+    g->record = b.fp8 - a.fp8;
+    g->scale_step = b.scale[0] - a.scale[0];
+    return 0;
+}
+
+static const char *scale_type(const attest_layout *l)
+{
+    return l->scale_format == ATTEST_SCALE_F32 ? "float32" : "ue8m0";
+}
+
+static uint32_t scale_bytes(const attest_layout *l)
+{
+    return l->scale_format == ATTEST_SCALE_F32 ? 4u : 1u;
+}
+
+/* The one-line summary of each layout in the usage text, from its default descriptor. */
+static void usage_line(FILE *f, attest_layout_id id)
+{
+    attest_layout l;
+    geometry g;
+    if (attest_layout_make(id, ATTEST_INDEXER_BLOCK, 0, &l) != ATTEST_OK || geometry_of(&l, &g)) {
+        attest_clear_error();
+        return;
+    }
+    switch (id) {
+    case ATTEST_LAYOUT_MLA_V4:
+        fprintf(f, "  mla-v4      DeepSeek-V4 sparse MLA: page-major, P*%" PRIu64
+                   " token bytes then P*%" PRIu64 " scale bytes\n", g.record, g.scale_step);
+        break;
+    case ATTEST_LAYOUT_MLA_V32:
+        fprintf(f, "  mla-v32     DeepSeek-V3.2 sparse MLA: %u-byte interleaved token records\n",
+                l.token_bytes);
+        break;
+    case ATTEST_LAYOUT_C4_INDEXER:
+        fprintf(f, "  c4-indexer  DeepSeek-V4 C4 indexer keys: %" PRIu64
+                   "-byte blocks of %u positions\n", l.page_stride, l.page_size);
+        break;
+    }
+}
 
 static void usage_layout(FILE *f)
 {
@@ -17,12 +76,11 @@ static void usage_layout(FILE *f)
                "[--token T]\n\n"
                "Prints the byte map of one page of a KV-cache layout: every region with its byte\n"
                "range, element type and count, the page stride and the padding.\n\n"
-               "layouts:\n"
-               "  mla-v4      DeepSeek-V4 sparse MLA: page-major, P*576 token bytes then P*8 "
-               "scale bytes\n"
-               "  mla-v32     DeepSeek-V3.2 sparse MLA: 656-byte interleaved token records\n"
-               "  c4-indexer  DeepSeek-V4 C4 indexer keys: 8448-byte blocks of 64 positions\n\n"
-               "attest layout describe --help for the options.\n");
+               "layouts:\n");
+    usage_line(f, ATTEST_LAYOUT_MLA_V4);
+    usage_line(f, ATTEST_LAYOUT_MLA_V32);
+    usage_line(f, ATTEST_LAYOUT_C4_INDEXER);
+    fprintf(f, "\nattest layout describe --help for the options.\n");
 }
 
 static void usage_describe(FILE *f)
@@ -66,63 +124,107 @@ static void print_page_padding(const attest_layout *l)
                l->page_payload, l->page_stride, l->page_stride - l->page_payload);
 }
 
-static void print_v4(const attest_layout *l)
+static void span(char *buf, size_t cap, uint64_t step, const char *var, uint64_t begin,
+                 uint64_t end)
 {
-    uint64_t P = l->page_size, s0 = P * 576u, t = P - 1u;
-    char scales[32], pad[32];
-    snprintf(scales, sizeof scales, "%" PRIu64 " + 8t + [0, 7)", s0);
-    snprintf(pad, sizeof pad, "%" PRIu64 " + 8t + 7", s0);
-    header("token");
-    row("token data, nope", "576t + [0, 448)", "fp8_e4m3fn", 448, 0, 448, t * 576u,
-        t * 576u + 448u);
-    row("token data, rope", "576t + [448, 576)", "bf16", 64, 448, 576, t * 576u + 448u,
-        t * 576u + 576u);
-    row("token scales", scales, "ue8m0", 7, s0, s0 + 7u, s0 + 8u * t, s0 + 8u * t + 7u);
-    row("token pad (poison)", pad, "pad", 1, s0 + 7u, s0 + 8u, s0 + 8u * t + 7u, s0 + 8u * P);
-    printf("\n  regions in byte order:\n");
-    printf("    [0, %" PRIu64 ")  token data: %" PRIu64
-           " records of 576 bytes (448 fp8 nope, 64 bf16 rope)\n", s0, P);
-    printf("    [%" PRIu64 ", %" PRIu64 ")  scale region: %" PRIu64
-           " x (7 ue8m0 scales + 1 pad byte), starting at %" PRIu64 "\n",
-           s0, l->page_payload, P, s0);
-    print_page_padding(l);
-    printf("\n  scale i of token t (i = 0..6) is byte %" PRIu64
-           " + 8t + i and covers nope[64i, 64i+64); value 2^(byte-127).\n", s0);
-    printf("  K row (512) = [nope(448) * its scale per 64-tile | rope(64)]; V = K (512).\n");
+    snprintf(buf, cap, "%" PRIu64 "%s + [%" PRIu64 ", %" PRIu64 ")", step, var, begin, end);
 }
 
-static void print_v32(const attest_layout *l)
+static void print_v4(const attest_layout *l, const geometry *g)
 {
-    uint64_t r = (uint64_t)(l->page_size - 1u) * 656u;
+    const uint64_t P = l->page_size, rec = g->record, s0 = g->first.scale[0];
+    const uint64_t nope_end = g->first.fp8 + l->fp8_dim, rope_end = g->first.rope + 2u * l->rope_dim;
+    const uint64_t sc_end = l->num_scales * scale_bytes(l), pad_at = g->first.pad - s0;
+    char nope[32], rope[32], scales[48], pad[32];
+    span(nope, sizeof nope, rec, "t", g->first.fp8, nope_end);
+    span(rope, sizeof rope, rec, "t", g->first.rope, rope_end);
+    snprintf(scales, sizeof scales, "%" PRIu64 " + %" PRIu64 "t + [0, %" PRIu64 ")", s0,
+             g->scale_step, sc_end);
+    snprintf(pad, sizeof pad, "%" PRIu64 " + %" PRIu64 "t + %" PRIu64, s0, g->scale_step, pad_at);
     header("token");
-    row("token nope", "656t + [0, 512)", "fp8_e4m3fn", 512, 0, 512, r, r + 512u);
-    row("token scales", "656t + [512, 528)", "float32", 4, 512, 528, r + 512u, r + 528u);
-    row("token rope", "656t + [528, 656)", "bf16", 64, 528, 656, r + 528u, r + 656u);
+    row("token data, nope", nope, "fp8_e4m3fn", l->fp8_dim, g->first.fp8, nope_end, g->last.fp8,
+        g->last.fp8 + l->fp8_dim);
+    row("token data, rope", rope, "bf16", l->rope_dim, g->first.rope, rope_end, g->last.rope,
+        g->last.rope + 2u * l->rope_dim);
+    row("token scales", scales, scale_type(l), l->num_scales, s0, s0 + sc_end, g->last.scale[0],
+        g->last.scale[0] + sc_end);
+    row("token pad (poison)", pad, "pad", g->first.pad_bytes, g->first.pad,
+        g->first.pad + g->first.pad_bytes, g->last.pad, g->last.pad + g->first.pad_bytes);
     printf("\n  regions in byte order:\n");
-    printf("    [0, %" PRIu64 ")  %u records of 656 bytes (512 fp8 nope, 4 float32 scales, 64 bf16 "
-           "rope)\n", l->page_payload, l->page_size);
+    printf("    [0, %" PRIu64 ")  token data: %" PRIu64 " records of %" PRIu64
+           " bytes (%u fp8 nope, %u bf16 rope)\n", s0, P, rec, l->fp8_dim, l->rope_dim);
+    printf("    [%" PRIu64 ", %" PRIu64 ")  scale region: %" PRIu64 " x (%u %s scales + %u pad byte)"
+           ", starting at %" PRIu64 "\n",
+           s0, l->page_payload, P, l->num_scales, scale_type(l), g->first.pad_bytes, s0);
     print_page_padding(l);
-    printf("\n  scale i of token t (i = 0..3) is float32 at byte 656t + 512 + 4i and covers "
-           "nope[128i, 128i+128).\n");
-    printf("  K row (576) = [nope(512) * its scale per 128-tile | rope(64)]; V = nope (512).\n");
+    printf("\n  scale i of token t (i = 0..%u) is byte %" PRIu64 " + %" PRIu64
+           "t + i and covers nope[%ui, %ui+%u); value 2^(byte-127).\n",
+           l->num_scales - 1u, s0, g->scale_step, l->scale_tile, l->scale_tile, l->scale_tile);
 }
 
-static void print_c4(const attest_layout *l)
+static void print_v32(const attest_layout *l, const geometry *g)
 {
+    const uint64_t rec = g->record, r = g->last.fp8;
+    const uint64_t sc = g->first.scale[0], sc_end = sc + l->num_scales * scale_bytes(l);
+    const uint64_t rope = g->first.rope, rope_end = rope + 2u * l->rope_dim;
+    char nope_f[32], sc_f[32], rope_f[32];
+    span(nope_f, sizeof nope_f, rec, "t", g->first.fp8, l->fp8_dim);
+    span(sc_f, sizeof sc_f, rec, "t", sc, sc_end);
+    span(rope_f, sizeof rope_f, rec, "t", rope, rope_end);
+    header("token");
+    row("token nope", nope_f, "fp8_e4m3fn", l->fp8_dim, 0, l->fp8_dim, r, r + l->fp8_dim);
+    row("token scales", sc_f, scale_type(l), l->num_scales, sc, sc_end, r + sc, r + sc_end);
+    row("token rope", rope_f, "bf16", l->rope_dim, rope, rope_end, r + rope, r + rope_end);
+    printf("\n  regions in byte order:\n");
+    printf("    [0, %" PRIu64 ")  %u records of %" PRIu64 " bytes (%u fp8 nope, %u %s scales, "
+           "%u bf16 rope)\n", l->page_payload, l->page_size, rec, l->fp8_dim, l->num_scales,
+           scale_type(l), l->rope_dim);
+    print_page_padding(l);
+    printf("\n  scale i of token t (i = 0..%u) is %s at byte %" PRIu64 "t + %" PRIu64
+           " + %ui and covers nope[%ui, %ui+%u).\n",
+           l->num_scales - 1u, scale_type(l), rec, sc, scale_bytes(l), l->scale_tile,
+           l->scale_tile, l->scale_tile);
+}
+
+static void print_c4(const attest_layout *l, const geometry *g)
+{
+    const uint64_t keys_end = (uint64_t)l->page_size * l->fp8_dim, sc = g->first.scale[0];
+    const uint64_t sb = scale_bytes(l), last = l->page_size - 1u;
+    char keys_f[32], sc_f[48];
+    span(keys_f, sizeof keys_f, g->record, "t", 0, l->fp8_dim);
+    snprintf(sc_f, sizeof sc_f, "%" PRIu64 " + %" PRIu64 "t + [0, %" PRIu64 ")", sc,
+             g->scale_step, sb);
     header("position");
-    row("keys", "128t + [0, 128)", "fp8_e4m3fn", 128, 0, 128, 63u * 128u, 8192);
-    row("scales", "8192 + 4t + [0, 4)", "float32", 1, 8192, 8196, 8192u + 4u * 63u, 8448);
-    uint64_t elems = l->page_stride / 4u;
+    row("keys", keys_f, "fp8_e4m3fn", l->fp8_dim, 0, l->fp8_dim, g->last.fp8,
+        g->last.fp8 + l->fp8_dim);
+    row("scales", sc_f, scale_type(l), l->num_scales, sc, sc + sb, g->last.scale[0],
+        g->last.scale[0] + sb);
+    const uint64_t elems = l->page_stride / sb, e0 = sc / sb;
     printf("\n  regions in byte order:\n");
-    printf("    [0, 8192)  keys: 64 positions x 128 fp8, position-major\n");
-    printf("    [8192, 8448)  scales: 64 x float32\n");
+    printf("    [0, %" PRIu64 ")  keys: %u positions x %u fp8, position-major\n", keys_end,
+           l->page_size, l->fp8_dim);
+    printf("    [%" PRIu64 ", %" PRIu64 ")  scales: %u x %s\n", sc, l->page_payload, l->page_size,
+           scale_type(l));
     print_page_padding(l);
-    printf("\n  as float32 elements: a block is %" PRIu64
-           " elements; the scale of position t is element 2048 + t\n", elems);
-    printf("    (t=0 -> 2048, t=1 -> 2049, t=31 -> 2079, t=63 -> 2111); in block b: element b*%"
-           PRIu64 " + 2048 + t\n", elems);
-    printf("  the [num_blocks, 64, 1, 132] byte shape is a view only: position t's key is bytes\n"
-           "  [128t, 128t+128) and its scale bytes [8192+4t, 8196+4t), not a 132-byte record.\n");
+    printf("\n  as %s elements: a block is %" PRIu64
+           " elements; the scale of position t is element %" PRIu64 " + t\n",
+           scale_type(l), elems, e0);
+    printf("    (t=0 -> %" PRIu64 ", t=1 -> %" PRIu64 ", t=%" PRIu64 " -> %" PRIu64 ", t=%" PRIu64
+           " -> %" PRIu64 "); in block b: element b*%" PRIu64 " + %" PRIu64 " + t\n",
+           e0, e0 + 1u, last / 2u, e0 + last / 2u, last, e0 + last, elems, e0);
+    printf("  the [num_blocks, %u, 1, %u] byte shape is a view only: position t's key is bytes\n"
+           "  [%" PRIu64 "t, %" PRIu64 "t+%u) and its scale bytes [%" PRIu64 "+%" PRIu64 "t, %"
+           PRIu64 "+%" PRIu64 "t), not a %u-byte record.\n",
+           l->page_size, l->token_bytes, g->record, g->record, l->fp8_dim, sc, g->scale_step,
+           sc + sb, g->scale_step, l->token_bytes);
+}
+
+/* What the dequantized K and V rows are made of. */
+static void print_rows(const attest_layout *l)
+{
+    printf("  K row (%u) = [nope(%u) * its scale per %u-tile | rope(%u)]; V = %s (%u).\n",
+           l->k_dim, l->fp8_dim, l->scale_tile, l->rope_dim, l->v_dim == l->k_dim ? "K" : "nope",
+           l->v_dim);
 }
 
 static void print_token(const attest_layout *l, uint32_t t)
@@ -191,18 +293,33 @@ static int describe(int argc, char **argv)
         return attest_cli_usage_error(VERB, "--token %s is out of range for page size %u", tk,
                                       l.page_size);
 
+    geometry g;
+    if (geometry_of(&l, &g) != 0)
+        return attest_cli_usage_error(VERB, "%s", attest_last_error());
     uint64_t pad = l.page_stride - l.page_payload;
     printf("layout %s, page size %u\n", name, l.page_size);
     printf("  token bytes   %u", l.token_bytes);
     switch (id) {
-    case ATTEST_LAYOUT_MLA_V4: printf(" (448 fp8 nope + 64 bf16 rope + 7 ue8m0 scales + 1 pad)\n"); break;
-    case ATTEST_LAYOUT_MLA_V32: printf(" (512 fp8 nope + 4 float32 scales + 64 bf16 rope)\n"); break;
-    case ATTEST_LAYOUT_C4_INDEXER: printf(" (128 fp8 + 1 float32 scale, in two regions)\n"); break;
+    case ATTEST_LAYOUT_MLA_V4:
+        printf(" (%u fp8 nope + %u bf16 rope + %u %s scales + %u pad)\n", l.fp8_dim, l.rope_dim,
+               l.num_scales, scale_type(&l), g.first.pad_bytes);
+        break;
+    case ATTEST_LAYOUT_MLA_V32:
+        printf(" (%u fp8 nope + %u %s scales + %u bf16 rope)\n", l.fp8_dim, l.num_scales,
+               scale_type(&l), l.rope_dim);
+        break;
+    case ATTEST_LAYOUT_C4_INDEXER:
+        printf(" (%u fp8 + %u %s scale, in two regions)\n", l.fp8_dim, l.num_scales,
+               scale_type(&l));
+        break;
     }
     printf("  page payload  %llu bytes (%u x %u)\n", (unsigned long long)l.page_payload,
            l.page_size, l.token_bytes);
-    printf("  page stride   %llu bytes%s\n", (unsigned long long)l.page_stride,
-           id == ATTEST_LAYOUT_MLA_V4 ? " (payload rounded up to a multiple of 576)" : "");
+    if (id == ATTEST_LAYOUT_MLA_V4)
+        printf("  page stride   %llu bytes (payload rounded up to a multiple of %llu)\n",
+               (unsigned long long)l.page_stride, (unsigned long long)g.record);
+    else
+        printf("  page stride   %llu bytes\n", (unsigned long long)l.page_stride);
     if (pad > 0)
         printf("  page padding  %llu bytes [%llu, %llu), poisoned, never read\n",
                (unsigned long long)pad, (unsigned long long)l.page_payload,
@@ -211,9 +328,9 @@ static int describe(int argc, char **argv)
         printf("  page padding  0 bytes\n");
     printf("\nbyte map of one page (offsets from the page base):\n");
     switch (id) {
-    case ATTEST_LAYOUT_MLA_V4: print_v4(&l); break;
-    case ATTEST_LAYOUT_MLA_V32: print_v32(&l); break;
-    case ATTEST_LAYOUT_C4_INDEXER: print_c4(&l); break;
+    case ATTEST_LAYOUT_MLA_V4: print_v4(&l, &g); print_rows(&l); break;
+    case ATTEST_LAYOUT_MLA_V32: print_v32(&l, &g); print_rows(&l); break;
+    case ATTEST_LAYOUT_C4_INDEXER: print_c4(&l, &g); break;
     }
     if (tk != NULL) print_token(&l, (uint32_t)token);
     return ATTEST_EXIT_OK;

@@ -184,7 +184,7 @@ static attest_status define_indexer(attest_case *c, int with_truth)
                                ATTEST_TOPK_SHORT_IDENTITY));
     const int64_t rows = (int64_t)p->b * p->next_n;
     const int64_t positions = (int64_t)p->num_blocks * ATTEST_INDEXER_BLOCK;
-    ADD("cache_bytes", ATTEST_DTYPE_U8, ATTEST_ROLE_INPUT, p->num_blocks, 8448);
+    ADD("cache_bytes", ATTEST_DTYPE_U8, ATTEST_ROLE_INPUT, p->num_blocks, ATTEST_LAYOUT_C4_BLOCK_BYTES);
     ADD("block_table", ATTEST_DTYPE_I32, ATTEST_ROLE_INPUT, p->b, p->blocks_per_req);
     ADD("context_lens", ATTEST_DTYPE_I32, ATTEST_ROLE_INPUT, p->b);
     ADD("q_fp8", ATTEST_DTYPE_U8, ATTEST_ROLE_INPUT, p->b, p->next_n, p->heads, p->head_dim);

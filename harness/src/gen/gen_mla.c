@@ -289,9 +289,14 @@ static void draw_params(const attest_gen_options *opt, attest_rng *r, attest_mla
                             : (attest_rng_bernoulli(r, 0.5) ? ATTEST_LAYOUT_MLA_V4
                                                             : ATTEST_LAYOUT_MLA_V32);
     p->page_size = opt->page_size ? opt->page_size : draw_page_size(r);
+    /* The layout's widths and record size (page size 1 is valid for both decode layouts; an
+     * invalid layout leaves them 0 and attest_case_define_tensors names it). */
+    attest_layout L;
+    memset(&L, 0, sizeof L);
+    if (attest_layout_make(p->layout, 1, 0, &L) != ATTEST_OK) attest_clear_error();
     /* v32 pages may be padded: upstream tests allocate P+1 records per page. */
     p->page_stride = p->layout == ATTEST_LAYOUT_MLA_V32 && attest_rng_bernoulli(r, 0.5)
-                         ? (int64_t)(p->page_size + 1) * 656
+                         ? (int64_t)(p->page_size + 1) * L.token_bytes
                          : 0;
     p->b = (int32_t)attest_rng_range(r, 1, opt->max_batch);
     p->s_q = (int32_t)attest_rng_range(r, 1, opt->max_s_q);
@@ -300,8 +305,8 @@ static void draw_params(const attest_gen_options *opt, attest_rng *r, attest_mla
     else
         p->h_q = attest_rng_bernoulli(r, 0.3) ? opt->max_heads
                                               : (int32_t)attest_rng_range(r, 1, opt->max_heads);
-    p->d_qk = p->layout == ATTEST_LAYOUT_MLA_V4 ? 512 : 576;
-    p->d_v = 512;
+    p->d_qk = (int32_t)L.k_dim;
+    p->d_v = (int32_t)L.v_dim;
     if (opt->production_shape)
         p->topk = 512;
     else

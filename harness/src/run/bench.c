@@ -95,6 +95,25 @@ static uint8_t finite_fp8(attest_rng *r)
     return (v & 0x7F) == 0x7F ? (uint8_t)(v ^ 1) : v; /* 0x7F / 0xFF are NaN in e4m3fn */
 }
 
+/* Random finite keys and power-of-two scales in every block, at the layout's offsets. */
+static attest_status fill_cache(attest_case *c, attest_rng *r)
+{
+    attest_layout L;
+    ATTEST_FORWARD(attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, ATTEST_INDEXER_BLOCK, 0, &L));
+    uint8_t *cache = attest_case_tensor(c, "cache_bytes")->data;
+    for (int64_t blk = 0; blk < c->params.indexer.num_blocks; blk++) {
+        uint8_t *b = cache + (uint64_t)blk * L.page_stride;
+        for (uint32_t i = 0; i < L.page_size * L.fp8_dim; i++) b[i] = finite_fp8(r);
+        for (uint32_t t = 0; t < L.page_size; t++) { /* powers of two in [2^-8, 2^-4] */
+            const float scale = 1.0f / (float)(16u << attest_rng_below(r, 5));
+            attest_token_offsets o;
+            ATTEST_FORWARD(attest_layout_token_offsets(&L, t, &o));
+            memcpy(b + o.scale[0], &scale, 4);
+        }
+    }
+    return ATTEST_OK;
+}
+
 attest_status attest_bench_case(const attest_bench_shape *s, uint64_t seed, attest_case *out)
 {
     ATTEST_RETURN_IF(s->kernel != ATTEST_KERNEL_INDEXER, ATTEST_ERR_UNSUPPORTED,
@@ -116,14 +135,10 @@ attest_status attest_bench_case(const attest_bench_shape *s, uint64_t seed, atte
     ATTEST_FORWARD(attest_case_alloc_heap(out));
     attest_rng r;
     attest_rng_seed(&r, seed);
-    uint8_t *cache = attest_case_tensor(out, "cache_bytes")->data;
-    for (int64_t blk = 0; blk < p->num_blocks; blk++) {
-        uint8_t *b = cache + blk * 8448;
-        for (int i = 0; i < 8192; i++) b[i] = finite_fp8(&r);
-        for (int t = 0; t < 64; t++) { /* powers of two in [2^-8, 2^-4] */
-            const float scale = 1.0f / (float)(16u << attest_rng_below(&r, 5));
-            memcpy(b + 8192 + 4 * t, &scale, 4);
-        }
+    const attest_status fill = fill_cache(out, &r);
+    if (fill != ATTEST_OK) {
+        attest_case_free(out);
+        return fill;
     }
     /* A shuffled pool: consecutive pages of a request are scattered as in a serving cache. */
     int32_t *order = malloc((size_t)p->num_blocks * sizeof *order);
@@ -165,7 +180,7 @@ void attest_bench_bytes(const attest_case *c, double *read_bytes, double *write_
     for (int32_t i = 0; lens && i < p->b; i++) {
         const int32_t len = lens[i] < p->max_len ? lens[i] : p->max_len;
         const double pages = len > 0 ? (double)((len + 63) / 64) : 0.0;
-        rd += pages * (8448.0 + 4.0) + 4.0;
+        rd += pages * ((double)ATTEST_LAYOUT_C4_BLOCK_BYTES + 4.0) + 4.0;
     }
     const double rows = (double)p->b * p->next_n;
     rd += rows * p->heads * (double)p->head_dim + rows * p->heads * 4.0;
