@@ -13,7 +13,7 @@ set(ATTEST_MODULE_DEPS_run core judge)
 set(ATTEST_MODULES core gen judge store run)
 
 # The module each public header of harness/include/attest/ belongs to.
-set(ATTEST_HEADERS_core status numerics rng layout case candidate conventions clock shell verdict
+set(ATTEST_HEADERS_core status numerics rng layout case candidate conventions clock shell verdict sha256
   files topk)
 set(ATTEST_HEADERS_gen generator minimize pipeline)
 set(ATTEST_HEADERS_judge compare bound policy record judge)
@@ -62,6 +62,7 @@ foreach(m ${ATTEST_MODULES})
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/harness/src/${m}/*.c)
   add_library(attest_${m} OBJECT ${sources})
   target_include_directories(attest_${m} PRIVATE ${view} ${CMAKE_BINARY_DIR}/generated ${private_dirs})
+  target_include_directories(attest_${m} SYSTEM PRIVATE ${XXHASH_INCLUDE_DIR})
   target_link_libraries(attest_${m} PRIVATE hdf5::hdf5 PkgConfig::JANSSON Threads::Threads)
   list(APPEND _attest_objects $<TARGET_OBJECTS:attest_${m}>)
 endforeach()

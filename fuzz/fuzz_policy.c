@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (attest_policy_entry_at(policy, n, NULL, NULL, NULL) != ATTEST_ERR_NOT_FOUND) abort();
     const char *text = attest_policy_text(policy);
     if (strlen(text) != size || memcmp(text, data, size) != 0) abort(); /* JSON has no NUL */
-    if (strlen(attest_policy_hash(policy)) != 16 || attest_policy_name(policy)[0] == '\0') abort();
+    if (strlen(attest_policy_hash(policy)) != 64 || attest_policy_name(policy)[0] == '\0') abort();
     attest_policy_free(policy);
     return 0;
 }

@@ -30,7 +30,8 @@ ALLOWED = {
 
 # The module each public header belongs to.
 PUBLIC = {
-    "core": "status numerics rng layout case candidate conventions clock shell verdict files topk",
+    "core": "status numerics rng layout case candidate conventions clock shell verdict sha256 "
+            "files topk",
     "gen": "generator minimize pipeline",
     "judge": "compare bound policy record judge",
     "store": "casefile casefile_h5 results",

@@ -39,7 +39,7 @@ def check_final(path):
     if os.path.exists(path + ".repro") or os.path.exists(path + ".rows"):
         fail("the repro directory or raw rows file outlived close")
     with h5py.File(path, "r") as f:
-        if f.attrs["format"] != "attest-results" or int(f.attrs["schema_version"]) != 3:
+        if f.attrs["format"] != "attest-results" or int(f.attrs["schema_version"]) != 4:
             fail("root attributes: %r" % dict(f.attrs))
         p = f["provenance"].attrs
         for key in ("attest_version", "git_commit", "c_compiler", "host", "start_time"):

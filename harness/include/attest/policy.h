@@ -48,7 +48,8 @@ attest_status attest_policy_entry_at(const attest_policy *policy, size_t i, atte
 const char *attest_policy_name(const attest_policy *policy);    /* its "name" field */
 const char *attest_policy_version(const attest_policy *policy); /* its "version" field */
 const char *attest_policy_origin(const attest_policy *policy);  /* path or "<embedded>" */
-/* Hex SHA-256-free content hash (FNV-1a 64 of the file bytes), 16 hex digits. */
+/* The content hash: SHA-256 of the policy's bytes as 64 lowercase hex digits, what `sha256sum`
+ * prints for its file (for the embedded default, of policies/default.json). */
 const char *attest_policy_hash(const attest_policy *policy);
 /* The exact text the policy was parsed from (stored in results for provenance). */
 const char *attest_policy_text(const attest_policy *policy);

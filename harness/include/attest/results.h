@@ -37,8 +37,9 @@ extern "C" {
 
 /* Bumped whenever a field is added, removed or changes meaning. Readers accept files whose
  * version is <= theirs. */
-#define ATTEST_RESULTS_SCHEMA_VERSION 3 /* 2: worst_ratio, worst_tol per output; 3: coordinates
-                                           as scalar columns, verdict an HDF5 enum */
+#define ATTEST_RESULTS_SCHEMA_VERSION 4 /* 2: worst_ratio, worst_tol per output; 3: coordinates
+                                           as scalar columns, verdict an HDF5 enum; 4: policy_hash
+                                           is SHA-256 (was FNV-1a 64) */
 #define ATTEST_RESULTS_FORMAT_NAME "attest-results"
 /* Suffix of the sibling directory that holds repros while a campaign runs. */
 #define ATTEST_RESULTS_REPRO_DIR_SUFFIX ".repro"
@@ -55,7 +56,7 @@ typedef struct attest_results_provenance {
     char kernel[32];            /* "indexer", "mla-decode" or "" when mixed */
     char candidate[256];        /* candidate name(s), comma separated */
     char policy_name[64];
-    char policy_hash[32];
+    char policy_hash[72];         /* schema 4 on: SHA-256, 64 hex digits; before: FNV-1a 64, 16 */
     char policy_origin[256];    /* path or "<embedded>" */
     char command_line[2048];
     char jobs[4096];            /* one line per job: "--kernel K <generator flags> --candidate

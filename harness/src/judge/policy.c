@@ -6,6 +6,7 @@
 #include "attest/files.h"
 
 #include "attest/bound.h"
+#include "attest/sha256.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -31,7 +32,7 @@ struct attest_policy {
     char name[POLICY_NAME_MAX];
     char version[POLICY_NAME_MAX];
     char origin[POLICY_ORIGIN_MAX];
-    char hash[17];
+    char hash[ATTEST_SHA256_HEX_LEN + 1];
     char *text;
     size_t num_entries;
     policy_entry *entries;
@@ -48,18 +49,6 @@ static const struct {
     {ATTEST_KERNEL_MLA_DECODE, "out_bf16"},
     {ATTEST_KERNEL_MLA_DECODE, "lse"},
 };
-
-/* --- content hash ------------------------------------------------------------------------- */
-
-static void fnv1a_hex(const char *bytes, size_t len, char out[17])
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; ++i) {
-        h ^= (uint8_t)bytes[i];
-        h *= 0x100000001b3ull;
-    }
-    snprintf(out, 17, "%016llx", (unsigned long long)h);
-}
 
 /* --- positions of keys in valid JSON text --------------------------------------------------- */
 
@@ -420,7 +409,7 @@ attest_status attest_policy_parse(const char *text, size_t len, const char *orig
     copy[len] = '\0';
     p->text = copy;
     snprintf(p->origin, sizeof p->origin, "%s", origin);
-    fnv1a_hex(copy, len, p->hash);
+    attest_sha256_hex(copy, len, p->hash);
 
     /* jansson 2.14 skips a NUL byte right after a number ("1e-6\0,"), so such a text parses,
      * but the policy's text (kept for provenance, read as a C string) would end at the NUL and no

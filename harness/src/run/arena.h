@@ -84,7 +84,7 @@ void *arena_tensor(const arena *a, size_t index);
 /* Returns the poison pattern of an output dtype: the bits the unwritten gate looks for. */
 uint32_t arena_poison_bits(attest_dtype dtype);
 
-/* A fast 64-bit checksum (8-byte words in four lanes, multiply-rotate mixing). */
+/* The 64-bit checksum of the input bytes: XXH3 (xxHash). */
 uint64_t arena_checksum(const void *data, size_t n);
 
 #endif /* ATTEST_ARENA_H */
