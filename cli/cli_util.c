@@ -1,3 +1,6 @@
+/* Option parsing stays getopt_long: each verb's options are one table (the generator's entries
+ * shared through gen_options.c), its behaviour is what users of other GNU tools expect, and it is
+ * in libc, so the executable needs no argument-parsing library. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>

@@ -3,6 +3,9 @@
  * Every encoder works on the integer bit pattern of its input, so the result never depends on
  * the FPU rounding mode, on x87 excess precision or on libm. Decoders are exact by construction.
  * Pinned against ml_dtypes by tests/py/check_numerics.py (all patterns, >= 10^6 random inputs).
+ * Kept as written rather than taken from a library: a library's conversion would have to match
+ * these bit for bit on NaN, saturation and subnormals under every rounding mode, and a plugin links
+ * these codecs into itself (attest::codec), so they stay small and dependency-free.
  */
 #include "attest/numerics.h"
 

@@ -1,4 +1,9 @@
-/* The crash-isolation worker (worker.h): fork, serve, wait with a deadline, reap. */
+/* The crash-isolation worker (worker.h): fork, serve, wait with a deadline, reap.
+ *
+ * Kept as a hand-written fork worker rather than a process-pool or RPC library: the candidate's
+ * memory must be the arena's shared mapping (so the parent reads outputs and canaries without a
+ * copy), a crash or hang must cost one case and leave the parent intact, and one worker serves
+ * thousands of cases (the per-case cost in README.md); none of those libraries give all three. */
 #include "attest/clock.h"
 #include "worker.h"
 
