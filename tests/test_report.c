@@ -463,7 +463,7 @@ static void show_results_file(void **state)
     capture c;
     assert_ok(attest_report_show(cap_open(&c), r, 0));
     const char *t = cap_text(&c);
-    assert_contains(t, "(schema 3, interrupted)");
+    assert_contains(t, "(schema 4, interrupted)");
     assert_contains(t, "campaign: kernel mla-decode, candidate cpu-mla, seed 9, 3 cases of 4 planned");
     assert_contains(t, "note: the campaign was interrupted");
     assert_contains(t, "verdicts: MISMATCH 1, OK 2");
