@@ -13,6 +13,9 @@
  * entry that blocks forever, 8 a constructor that calls exit(0), 9 a wild name pointer, 10 a
  * wild run pointer, 11 a destructor that segfaults (attest crashed at exit after its summary:
  * found by tests/bad_input_campaign.py in a plugin whose .fini_array a mutation broke).
+ * HAZARD = 12 is no hazard: its constructor appends to $ATTEST_TEST_PROBE_REPORT what the loading
+ * process inherited (SIGUSR1's disposition, whether descriptor $ATTEST_TEST_INHERITED_FD is open),
+ * for test_probe_isolation.py.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -181,6 +184,27 @@ __attribute__((constructor)) static void hostile_constructor(void)
 #else
     exit(0);
 #endif
+}
+#endif
+
+#if HAZARD == 12
+__attribute__((constructor)) static void report_constructor(void)
+{
+    const char *file = getenv("ATTEST_TEST_PROBE_REPORT");
+    const char *fd_text = getenv("ATTEST_TEST_INHERITED_FD");
+    if (!file || !fd_text) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    (void)sigaction(SIGUSR1, NULL, &sa);
+    const char *usr1 = sa.sa_handler == SIG_IGN ? "ign" : sa.sa_handler == SIG_DFL ? "dfl" : "handler";
+    const int open_fd = fcntl(atoi(fd_text), F_GETFD) >= 0;
+    char line[96];
+    int n = snprintf(line, sizeof line, "pid=%ld usr1=%s fd=%s\n", (long)getpid(), usr1,
+                     open_fd ? "open" : "closed");
+    int out = open(file, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (out < 0) return;
+    if (n > 0) (void)!write(out, line, (size_t)n);
+    close(out);
 }
 #endif
 

@@ -7,9 +7,12 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +42,72 @@ int child_probe_write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
+/* Closes every descriptor from 3 up but `channel` and, with `files`, the regular files, reading
+ * /proc/self/fd with getdents64 into a stack buffer (no allocation after fork). Returns -1 when
+ * /proc cannot be read. */
+static int close_inherited(int channel, int files)
+{
+    int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return -1;
+    char buf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+        if (n <= 0) break;
+        for (long off = 0; off < n;) {
+            const struct child_dirent {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (const void *)(buf + off);
+            off += d->reclen;
+            if (d->name[0] < '0' || d->name[0] > '9') continue;
+            const int fd = atoi(d->name);
+            if (fd < 3 || fd == channel || fd == dir) continue;
+            struct stat sb;
+            if (files && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) continue;
+            close(fd);
+        }
+    }
+    close(dir);
+    return 0;
+}
+
+int child_isolate(int channel, child_fds keep)
+{
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) (void)signal(sig, SIG_DFL);
+    (void)signal(SIGTTOU, SIG_IGN);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    (void)setpgid(0, 0);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) {
+        (void)dup2(devnull, STDIN_FILENO);
+        if (devnull != STDIN_FILENO) close(devnull);
+    }
+    if (keep == CHILD_FDS_FILES) {
+        (void)fcntl(channel, F_SETFD, FD_CLOEXEC);
+        (void)close_inherited(channel, 1);
+        return channel;
+    }
+    if (channel != 3) {
+        if (dup2(channel, 3) < 0) return channel;
+        close(channel);
+    }
+    (void)fcntl(3, F_SETFD, FD_CLOEXEC);
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 4u, ~0u, 0u) == 0) return 3;
+#endif
+    if (close_inherited(3, 0) == 0) return 3;
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536) max = 65536;
+    for (int i = 4; i < (int)max; i++) close(i);
+    return 3;
+}
+
 attest_status child_probe_spawn(const char *path, const char *doing, child_probe_fn fn,
                                 void *arg, child_probe *p)
 {
@@ -63,22 +132,14 @@ attest_status child_probe_spawn_within(const char *path, const char *doing, chil
     }
     if (pid == 0) {
         close(fds[0]);
-        (void)setpgid(0, 0);
-        /* The caller's crash handlers (a test framework's longjmp, a sanitizer's report) must
-         * not run here: the child has to die of the signal. */
-        static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM};
-        for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
-            (void)signal(crash_signals[i], SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
+        const int fd = child_isolate(fds[1], CHILD_FDS_FILES);
         if (seconds) (void)alarm(seconds);
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0) {
             (void)dup2(devnull, STDERR_FILENO);
             close(devnull);
         }
-        _exit(fn(fds[1], arg));
+        _exit(fn(fd, arg));
     }
     close(fds[1]);
     (void)setpgid(pid, pid); /* both sides: no window where a group kill misses */

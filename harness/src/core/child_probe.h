@@ -17,6 +17,26 @@
 
 #include "attest/status.h"
 
+/* Which inherited descriptors a child keeps besides 0, 1, 2 and its channel. */
+typedef enum child_fds {
+    /* None, and the channel moves to 3: the runner's worker, where an untrusted candidate runs
+     * and must not reach the parent's files. */
+    CHILD_FDS_NONE,
+    /* Regular files too, each at its number: the probes, whose HDF5 calls find a file the
+     * parent holds open (by inode) and use the parent's descriptor for it. */
+    CHILD_FDS_FILES
+} child_fds;
+
+/* What every child attest forks does first, the runner's worker and the file and plugin probes
+ * alike: every signal back to its default disposition and none blocked (an inherited handler, a
+ * test framework's longjmp or a sanitizer's report, would catch a crash meant to end the child),
+ * SIGTTOU ignored (it may write to the terminal from its own group), its own process group
+ * (killed as one), stdin from /dev/null, `channel` close-on-exec, and every other inherited
+ * descriptor closed but those `keep` names (an inherited pipe end would keep some reader waiting
+ * for an EOF that never comes while the child lives). Returns the channel's descriptor (3 with
+ * CHILD_FDS_NONE). Only in a freshly forked child: it allocates nothing. */
+int child_isolate(int channel, child_fds keep);
+
 /* What a child runs: writes its reports to fd, returns its exit code. */
 typedef int (*child_probe_fn)(int fd, void *arg);
 
@@ -33,7 +53,7 @@ unsigned child_probe_seconds(void);
 /* Forks a child that runs fn(write end, arg) and _exits with its return value. The child dies
  * of crash signals (inherited handlers are reset), has stderr on /dev/null (a crash report
  * would break the one-line rule) and leads its own process group. `doing` completes "cannot
- * fork to ...". */
+ * fork to ...". The child is isolated as child_isolate says. */
 attest_status child_probe_spawn(const char *path, const char *doing, child_probe_fn fn,
                                 void *arg, child_probe *p) ATTEST_MUST_CHECK;
 

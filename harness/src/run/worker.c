@@ -5,6 +5,7 @@
  * copy), a crash or hang must cost one case and leave the parent intact, and one worker serves
  * thousands of cases (the per-case cost in README.md); none of those libraries give all three. */
 #include "attest/clock.h"
+#include "child_probe.h"
 #include "worker.h"
 
 #include <dirent.h>
@@ -197,29 +198,6 @@ void worker_init(worker *w, const attest_candidate *cand)
 
 /* --- the worker's side -------------------------------------------------------------------- */
 
-/* Keeps 0, 1, 2 and the channel (moved to 3): an inherited pipe end would keep some reader
- * (a test driver, a shell pipeline) waiting for an EOF that never comes while we live. */
-static int isolate_fds(int fd)
-{
-    if (fd != 3) {
-        if (dup2(fd, 3) < 0) return -1;
-        close(fd);
-    }
-    fcntl(3, F_SETFD, FD_CLOEXEC); /* a program the candidate execs must not hold it */
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) {
-        dup2(devnull, 0);
-        if (devnull != 0) close(devnull);
-    }
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, 4u, ~0u, 0u) == 0) return 3;
-#endif
-    long max = sysconf(_SC_OPEN_MAX);
-    if (max < 0 || max > 65536) max = 65536;
-    for (int i = 4; i < (int)max; i++) close(i);
-    return 3;
-}
-
 static void worker_main(int fd, const attest_candidate *cand, arena_control *ctl,
                         size_t ctl_bytes, pid_t parent) __attribute__((noreturn));
 
@@ -228,22 +206,12 @@ static void worker_main(int fd, const attest_candidate *cand, arena_control *ctl
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(0); /* the parent died before prctl took effect */
-    /* Default dispositions: an inherited handler (a test framework's, the application's) could
-     * catch a crash and longjmp back into the parent's code, now running in the worker. A
-     * crash must kill the worker so the parent sees the signal. */
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+    /* Isolated as every child is (child_probe.h: signals, process group, descriptors); a
+     * terminal's ^C reaches the parent, which stops the worker itself. */
+    fd = child_isolate(fd, CHILD_FDS_NONE);
     signal(SIGINT, SIG_IGN);
-    /* Its own process group (killed as one); writing to the terminal from there must not
-     * stop it under `stty tostop`. */
-    setpgid(0, 0);
-    signal(SIGTTOU, SIG_IGN);
-    sigset_t all;
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
-    fd = isolate_fds(fd);
     /* The worker only reads the control page; a stray write there becomes a crash. */
     mprotect(ctl, ctl_bytes, PROT_READ);
     prctl(PR_SET_CHILD_SUBREAPER, 1);
