@@ -185,7 +185,7 @@ static attest_status write_indexer(attest_tensorfile *f, const char *group, cons
         if (!topk) st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "topk_indices");
         for (int64_t r = 0; r < rows && st == ATTEST_OK; r++) {
             int32_t len = attest_indexer_row_length(p, ct->data, (int32_t)r);
-            st = attest_ref_topk_row(logits + r * width, len, p->topk, p->topk_rule,
+            st = attest_ref_topk_row_skip_neg_inf(logits + r * width, len, p->topk, p->topk_rule,
                                      topk + r * p->topk);
         }
         attest_casefile_output t = {"topk_indices", ATTEST_DTYPE_I32, 2, {rows, p->topk, 0, 0}, topk};

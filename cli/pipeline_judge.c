@@ -290,7 +290,7 @@ static attest_status compare_selection(attest_pipeline_case *pc, chain *ch, atte
         const double *rs = ch->ref + (size_t)row * ch->width;
         int32_t *ref_set = ch->ref_idx + (size_t)row * ch->k;
         const int32_t *cand = ch->idx + (size_t)row * ch->k;
-        ATTEST_FORWARD(attest_ref_topk_row(rs, len, ch->k, rule, ref_set));
+        ATTEST_FORWARD(attest_ref_topk_row_skip_neg_inf(rs, len, ch->k, rule, ref_set));
         ATTEST_FORWARD(attest_topk_to_physical(table, x->blocks_per_req, row / ch->next_n, ref_set,
                                                ch->k, ch->ref_phys + (size_t)row * ch->k));
         /* As sets: every reference position chosen, and as many chosen. */

@@ -111,9 +111,9 @@ static void indexer_element(FILE *f, const attest_case *c, const attest_coord *c
     int ok = 0;
     int32_t len = i32_at(c, "context_lens", (size_t)request, &ok);
     if (ok) {
-        int64_t valid = (int64_t)len - p->next_n + slot + 1; /* t <= L - next_n + slot */
-        if (valid < 0) valid = 0;
-        fprintf(f, "      request length L = %d; this row sees t < %" PRId64
+        const attest_tensor *lens = attest_case_tensor_const(c, "context_lens");
+        const int32_t valid = attest_indexer_row_length(p, lens->data, (int32_t)row);
+        fprintf(f, "      request length L = %d; this row sees t < %d"
                    " (t <= L - next_n + slot): position %s\n",
                 (int)len, valid,
                 t < valid ? "inside the row" : "masked (past the row's length)");

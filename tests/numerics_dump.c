@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "attest/clock.h"
 #include "attest/numerics.h"
 
 static int write_file(const char *dir, const char *name, const void *data, size_t size,
@@ -55,13 +55,6 @@ static void *read_file(const char *path, size_t size, size_t *count)
     return buf;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int dump_decodes(const char *dir)
 {
     static float fp8[256], ue[256], bf[65536];
@@ -87,9 +80,9 @@ static int dump_f32(const char *dir, const char *in)
     uint16_t *out16 = malloc(2u * (n ? n : 1u));
     int bad = out8 == NULL || out16 == NULL;
     if (!bad) {
-        double t0 = now_s();
+        double t0 = attest_monotonic_seconds();
         for (size_t i = 0; i < n; i++) out8[i] = attest_fp8_encode(x[i], ATTEST_FP8_NONSAT);
-        double t1 = now_s();
+        double t1 = attest_monotonic_seconds();
         printf("fp8 encode: %zu values, %.2f ns/value\n", n, 1e9 * (t1 - t0) / (double)(n ? n : 1));
         bad = bad || write_file(dir, "fp8_nonsat.u8", out8, 1, n);
         for (size_t i = 0; i < n; i++) out8[i] = attest_fp8_encode(x[i], ATTEST_FP8_SATFINITE);
@@ -106,15 +99,15 @@ static int dump_f32(const char *dir, const char *in)
             for (size_t i = 0; i < n; i++) out8[i] = attest_ue8m0_scale_for_amax(x[i], writers[k].w);
             bad = bad || write_file(dir, writers[k].file, out8, 1, n);
         }
-        t0 = now_s();
+        t0 = attest_monotonic_seconds();
         for (size_t i = 0; i < n; i++) out16[i] = attest_bf16_encode(x[i]);
-        t1 = now_s();
+        t1 = attest_monotonic_seconds();
         printf("bf16 encode: %.2f ns/value\n", 1e9 * (t1 - t0) / (double)(n ? n : 1));
         bad = bad || write_file(dir, "bf16.u16", out16, 2, n);
         volatile float sink = 0.0f;
-        t0 = now_s();
+        t0 = attest_monotonic_seconds();
         for (size_t i = 0; i < n; i++) sink += attest_fp8_decode(out8[i & 0xFFFFu] ^ (uint8_t)i);
-        t1 = now_s();
+        t1 = attest_monotonic_seconds();
         (void)sink;
         printf("fp8 decode: %.2f ns/value\n", 1e9 * (t1 - t0) / (double)(n ? n : 1));
     }

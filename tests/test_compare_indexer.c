@@ -148,7 +148,7 @@ static void test_gate_nan_never_selected(void **state)
 }
 
 /* -inf ranks below every finite score but is not excluded (the harness's rule; the references'
- * attest_ref_topk_row excludes it, which would give recall 1/2 here). */
+ * attest_ref_topk_row_skip_neg_inf excludes it, which would give recall 1/2 here). */
 static void test_gate_neg_inf_ranks_last(void **state)
 {
     (void)state;

@@ -539,7 +539,7 @@ static void fp32_indexer_variant(attest_case *c, float *logits, int variant)
 static void topk_sets(const double *logits, int32_t k, int32_t *sets)
 {
     for (int32_t r = 0; r < IDX_ROWS; ++r)
-        assert_ok(attest_ref_topk_row(logits + (size_t)r * IDX_MAXLEN, idx_lens[r], k,
+        assert_ok(attest_ref_topk_row_skip_neg_inf(logits + (size_t)r * IDX_MAXLEN, idx_lens[r], k,
                                       ATTEST_TOPK_BY_SCORE, sets + (size_t)r * (size_t)k));
 }
 

@@ -22,7 +22,7 @@ static int scored_cmp(const void *a, const void *b)
     return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-attest_status attest_ref_topk_row(const double *logits, int32_t len, int32_t k,
+attest_status attest_ref_topk_row_skip_neg_inf(const double *logits, int32_t len, int32_t k,
                                   attest_topk_rule rule, int32_t *idx)
 {
     ATTEST_RETURN_IF(idx == NULL || (logits == NULL && len > 0), ATTEST_ERR_INVALID_ARGUMENT,

@@ -20,7 +20,7 @@ attest_status attest_ref_topk_case(const attest_topk_case *c, attest_topk_rule r
         const float *row = c->logits + (size_t)r * (size_t)width;
         for (int32_t t = 0; t < len; t++) scores[t] = row[t];
         int32_t *out = ref + (size_t)r * (size_t)k;
-        st = attest_ref_topk_row(scores, len, k, rule, out);
+        st = attest_ref_topk_row_skip_neg_inf(scores, len, k, rule, out);
         if (st == ATTEST_OK && physical != NULL)
             st = attest_topk_to_physical(c->block_table, c->p.blocks_per_req, r / c->p.next_n, out,
                                          k, physical + (size_t)r * (size_t)k);

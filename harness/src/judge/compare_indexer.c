@@ -38,8 +38,8 @@ static void sift_down(const double *s, int32_t *h, int32_t n, int32_t i)
     }
 }
 
-void indexer_select_topk(const double *scores, int32_t len, int32_t k, attest_topk_rule rule,
-                         int32_t *idx, int32_t *heap)
+void indexer_select_topk_neg_inf_last(const double *scores, int32_t len, int32_t k,
+                                      attest_topk_rule rule, int32_t *idx, int32_t *heap)
 {
     for (int32_t i = 0; i < k; i++) idx[i] = -1;
     if (rule == ATTEST_TOPK_SHORT_IDENTITY && len <= k) {
@@ -140,8 +140,10 @@ attest_status indexer_topk_gate_reuse(const attest_case *c, const double *ref, c
         const size_t base = (size_t)r * (size_t)width;
         row_len[r] = len;
         for (int32_t t = 0; t < len; t++) s->scores[t] = (double)cand[base + (size_t)t];
-        indexer_select_topk(s->scores, len, k, p->topk_rule, cand_sets + (size_t)r * k, heap);
-        indexer_select_topk(ref + base, len, k, p->topk_rule, ref_sets + (size_t)r * k, heap);
+        indexer_select_topk_neg_inf_last(s->scores, len, k, p->topk_rule,
+                                         cand_sets + (size_t)r * k, heap);
+        indexer_select_topk_neg_inf_last(ref + base, len, k, p->topk_rule,
+                                         ref_sets + (size_t)r * k, heap);
     }
     return attest_compare_topk_bounded(ref, bound, rows, width, row_len, cand_sets, ref_sets, k,
                                        tol, m);

@@ -15,9 +15,12 @@ attest_status indexer_reserve(void **p, size_t *cap, size_t need, size_t elem) A
 
 /* Top-k of one row of scores: the k largest non-NaN scores of [0, len), ties to the lower
  * position, in descending order, -1 padding; ATTEST_TOPK_SHORT_IDENTITY gives 0..len-1 when
- * len <= k. -inf ranks below every finite score but can be chosen. `heap` holds k ints. */
-void indexer_select_topk(const double *scores, int32_t len, int32_t k, attest_topk_rule rule,
-                         int32_t *idx, int32_t *heap);
+ * len <= k. -inf ranks below every finite score but can be chosen: the row is already cut at
+ * its valid length, so a -inf inside it is a score (the gate must see a kernel that picks it).
+ * attest_ref_topk_row_skip_neg_inf (references) never picks -inf, which there marks masked
+ * positions. `heap` holds k ints. */
+void indexer_select_topk_neg_inf_last(const double *scores, int32_t len, int32_t k,
+                                      attest_topk_rule rule, int32_t *idx, int32_t *heap);
 
 /* Buffers of the top-k gate, reused from call to call (zero-initialize; free with
  * indexer_scratch_free). */

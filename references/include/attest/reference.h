@@ -46,9 +46,10 @@ attest_status attest_ref_indexer_logits(const attest_case *c, attest_ref_mode mo
 
 /* Top-k over one row: the k largest of logits[0, len) (ties to the lower position), written in
  * descending score order to idx[0, k), -1 padding. rule ATTEST_TOPK_SHORT_IDENTITY returns
- * 0..len-1 when len <= k. NaN and -inf logits (masked positions) are never selected by score.
+ * 0..len-1 when len <= k. NaN and -inf logits (masked positions) are never selected by score
+ * (the judge's gate, which ranks -inf last but may pick it, is indexer_select_topk_neg_inf_last).
  * Returns ATTEST_ERR_INVALID_ARGUMENT for a negative len or k. */
-attest_status attest_ref_topk_row(const double *logits, int32_t len, int32_t k,
+attest_status attest_ref_topk_row_skip_neg_inf(const double *logits, int32_t len, int32_t k,
                                   attest_topk_rule rule, int32_t *idx) ATTEST_MUST_CHECK;
 
 /* Translates logical positions of request b to physical cache indices (block*64 + slot), -1
