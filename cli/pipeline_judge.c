@@ -33,6 +33,9 @@ attest_status pipe_stages_open(pipe_stages *s, double timeout, int isolate)
     ro.policy = s->policy;
     ro.timeout_seconds = timeout;
     ro.isolate = isolate;
+    s->topk_run = attest_topk_run_defaults();
+    s->topk_run.isolate = isolate;
+    s->topk_run.timeout_seconds = timeout;
     if (s->indexer) ATTEST_FORWARD(attest_runner_create(s->indexer, &ro, &s->runner[0]));
     if (s->decode) ATTEST_FORWARD(attest_runner_create(s->decode, &ro, &s->runner[1]));
     return ATTEST_OK;
@@ -236,7 +239,8 @@ static attest_status stage_topk(pipe_stages *s, attest_pipeline_case *pc, chain 
         ATTEST_FORWARD(attest_ref_topk_case(&tc, ATTEST_TOPK_BY_SCORE, ch->idx, ch->phys));
     } else {
         outs = s->topk->outputs;
-        ATTEST_FORWARD(attest_topk_run_candidate(s->topk, &tc, &r->topk, ch->idx, ch->phys));
+        ATTEST_FORWARD(
+            attest_topk_run_candidate(s->topk, &tc, &s->topk_run, &r->topk, ch->idx, ch->phys));
     }
     /* The output a candidate does not write, from the one it does. */
     for (int32_t row = 0; row < ch->rows; row++) {

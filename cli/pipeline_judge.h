@@ -19,6 +19,7 @@
 #include "attest/runner.h"
 #include "attest/status.h"
 #include "attest/topk.h"
+#include "attest/topk_runner.h"
 
 /* The seams, in chain order; the first that broke names the failure. */
 typedef enum pipe_seam {
@@ -40,6 +41,7 @@ typedef struct pipe_stages {
     const attest_candidate *decode;
     const char *spec[3];          /* as given on the command line ("reference" for NULL) */
     attest_runner *runner[2];     /* indexer's, decode's (NULL for the reference) */
+    attest_topk_run_options topk_run; /* how the top-k stage runs (set by pipe_stages_open) */
     const attest_policy *policy;
 } pipe_stages;
 

@@ -9,10 +9,12 @@
 
 #include "attest/reference_topk.h"
 #include "attest/topk_candidates.h"
+#include "attest/topk_runner.h"
 #include "commands.h"
 
 attest_status attest_topk_run_candidate(const attest_topk_candidate *cand,
-                                        const attest_topk_case *c, attest_topk_verdict *v,
+                                        const attest_topk_case *c,
+                                        const attest_topk_run_options *o, attest_topk_verdict *v,
                                         int32_t *idx, int32_t *phys)
 {
     ATTEST_RETURN_IF(cand == NULL || c == NULL || v == NULL || cand->run == NULL,
@@ -23,6 +25,8 @@ attest_status attest_topk_run_candidate(const attest_topk_candidate *cand,
     ATTEST_RETURN_IF(((cand->outputs & ATTEST_TOPK_OUT_LOGICAL) && idx == NULL) ||
                          ((cand->outputs & ATTEST_TOPK_OUT_PHYSICAL) && phys == NULL),
                      ATTEST_ERR_INVALID_ARGUMENT, "topk run: no buffer for a declared output");
+    const attest_topk_run_options in_process = {0, 1, 10.0};
+    if (o == NULL) o = &in_process;
     if (!(cand->outputs & ATTEST_TOPK_OUT_LOGICAL)) idx = NULL;
     if (!(cand->outputs & ATTEST_TOPK_OUT_PHYSICAL)) phys = NULL;
     const size_t n = (size_t)attest_topk_rows(&c->p) * (size_t)c->p.k;
@@ -34,13 +38,24 @@ attest_status attest_topk_run_candidate(const attest_topk_candidate *cand,
         if (idx) idx[i] = ATTEST_TOPK_POISON;
         if (phys) phys[i] = ATTEST_TOPK_POISON;
     }
-    attest_topk_args args = {&c->p, c->logits, c->context_lens, c->block_table, idx, phys};
-    const int rc = cand->run(&args);
-    st = attest_topk_judge(c, ref, idx, phys, cand->order, cand->rule, v);
-    if (st == ATTEST_OK && rc != 0) {
-        v->failed |= 1u << ATTEST_TOPK_CHECK_RUN;
-        if (v->first_row < 0)
-            snprintf(v->detail, sizeof v->detail, "run: the candidate returned %d", rc);
+    attest_topk_run_result rr;
+    st = attest_topk_run(cand, c, o, idx, phys, &rr);
+    if (st != ATTEST_OK) goto out;
+    if (rr.outputs_valid) {
+        st = attest_topk_judge(c, ref, idx, phys, cand->order, cand->rule, v);
+    } else { /* a crash or a timeout left nothing to judge */
+        memset(v, 0, sizeof *v);
+        v->first_row = v->first_slot = -1;
+        v->worst_recall = 0;
+    }
+    /* Run findings lead the line: a crash, a stray write or a changed input outranks a wrong
+     * pick, as the runner's verdict priority has it. */
+    if (st == ATTEST_OK && rr.failed) {
+        if (rr.failed != (1u << ATTEST_TOPK_CHECK_RUN) || v->failed == 0) {
+            snprintf(v->detail, sizeof v->detail, "%s", rr.detail);
+            v->first_row = v->first_slot = -1;
+        }
+        v->failed |= rr.failed;
     }
 out:
     free(ref);
@@ -53,7 +68,7 @@ attest_status attest_topk_judge_candidate(const attest_topk_candidate *cand,
     ATTEST_RETURN_IF(c == NULL, ATTEST_ERR_INVALID_ARGUMENT, "topk run: NULL case");
     const size_t n = (size_t)attest_topk_rows(&c->p) * (size_t)c->p.k;
     int32_t *idx = malloc(n * sizeof *idx + 1), *phys = malloc(n * sizeof *phys + 1);
-    attest_status st = idx && phys ? attest_topk_run_candidate(cand, c, v, idx, phys)
+    attest_status st = idx && phys ? attest_topk_run_candidate(cand, c, NULL, v, idx, phys)
                                    : attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "topk run: out of memory");
     free(idx);
     free(phys);
@@ -107,12 +122,15 @@ static void usage(FILE *f)
           "  --case-seed X      run exactly one case, drawn from its own seed X (as printed)\n"
           "  --filter F         only cases whose parameter string matches, e.g. 'k=512'\n"
           "  --print-failures N failing cases printed (default 20)\n"
+          "  --reruns N         runs per case, compared bitwise (default 2)\n"
+          "  --timeout SEC      per-run time limit (default 10)\n"
+          "  --no-isolate       run in this process (no crash or hang protection)\n"
           "  --max-batch N --max-next-n N --max-len N (row width) --max-topk N   generator bounds\n",
           f);
 }
 
 enum { OPT_CASE_SEED = 256, OPT_PRINT, OPT_MAX_BATCH, OPT_MAX_NEXT_N, OPT_MAX_LEN, OPT_MAX_TOPK,
-       OPT_QUIET };
+       OPT_QUIET, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE };
 
 static const struct option topk_options[] = {
     {"help", no_argument, NULL, 'h'},
@@ -128,6 +146,9 @@ static const struct option topk_options[] = {
     {"max-len", required_argument, NULL, OPT_MAX_LEN},
     {"max-topk", required_argument, NULL, OPT_MAX_TOPK},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"reruns", required_argument, NULL, OPT_RERUNS},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
     {NULL, 0, NULL, 0},
 };
 
@@ -139,6 +160,7 @@ int attest_cmd_run_topk(int argc, char **argv)
     uint64_t cases = 100, seed = 1, case_seed = 0, print_failures = 20;
     int use_case_seed = 0;
     attest_topk_gen_bounds g = attest_topk_gen_defaults();
+    attest_topk_run_options ro = attest_topk_run_defaults();
     optind = 1;
     opterr = 0;
     int ch;
@@ -174,6 +196,13 @@ int attest_cmd_run_topk(int argc, char **argv)
             if (attest_cli_parse_i32(optarg, 1, ATTEST_TOPK_MAX_K, &g.max_k)) BAD("max-topk");
             break;
         case OPT_QUIET: break;
+        case OPT_RERUNS:
+            if (attest_cli_parse_i32(optarg, 1, 1000, &ro.reruns)) BAD("reruns");
+            break;
+        case OPT_TIMEOUT:
+            if (attest_cli_parse_double(optarg, 0.01, 86400.0, &ro.timeout_seconds)) BAD("timeout");
+            break;
+        case OPT_NO_ISOLATE: ro.isolate = 0; break;
         default: return attest_cli_getopt_error("run", ch, argv);
         }
     }
@@ -206,7 +235,12 @@ int attest_cmd_run_topk(int argc, char **argv)
             continue;
         }
         attest_topk_verdict v;
-        st = attest_topk_judge_candidate(cand, &c, &v);
+        const size_t n = (size_t)attest_topk_rows(&c.p) * (size_t)c.p.k;
+        int32_t *idx = malloc(n * sizeof *idx + 1), *phys = malloc(n * sizeof *phys + 1);
+        st = idx && phys ? attest_topk_run_candidate(cand, &c, &ro, &v, idx, phys)
+                         : attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "topk run: out of memory");
+        free(idx);
+        free(phys);
         attest_topk_case_free(&c);
         if (st != ATTEST_OK) {
             fprintf(stderr, "attest run: case %" PRIu64 ": harness error: %s\n", i,

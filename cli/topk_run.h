@@ -6,10 +6,8 @@
 
 #include "attest/status.h"
 #include "attest/topk.h"
+#include "attest/topk_runner.h"
 
-/* What an output slot holds before the candidate runs: a position no row has, so a slot the
- * candidate leaves unwritten fails the range check. */
-#define ATTEST_TOPK_POISON ((int32_t)0x7fadbeef)
 
 /* Runs `cand` on case c and judges it. Errors (out of memory, a malformed case) are returned; a
  * failing candidate is recorded in *v (a nonzero return of its run is the "run" check). */
@@ -17,11 +15,14 @@ attest_status attest_topk_judge_candidate(const attest_topk_candidate *cand,
                                           const attest_topk_case *c, attest_topk_verdict *v)
     ATTEST_MUST_CHECK;
 
-/* As attest_topk_judge_candidate, keeping the outputs: idx / phys [rows, k] receive what the
- * candidate wrote (each must be given when the candidate declares it; one it does not declare
- * is left alone). */
+/* Runs `cand` on case c through attest_topk_run (o NULL: once, in this process) and judges the
+ * first run's outputs; the run's findings (crash, timeout, canary, input, nondeterminism, run)
+ * join the verdict's checks and lead its detail. idx / phys [rows, k] receive what the candidate
+ * wrote (each must be given when the candidate declares it; one it does not declare is left
+ * alone; both hold ATTEST_TOPK_POISON after a crash or a timeout). */
 attest_status attest_topk_run_candidate(const attest_topk_candidate *cand,
-                                        const attest_topk_case *c, attest_topk_verdict *v,
+                                        const attest_topk_case *c,
+                                        const attest_topk_run_options *o, attest_topk_verdict *v,
                                         int32_t *idx, int32_t *phys) ATTEST_MUST_CHECK;
 
 /* `attest run --kernel topk ...` (argv as given to attest run). */

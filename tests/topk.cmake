@@ -16,3 +16,6 @@ foreach(bad "--candidate;no-such-topk" "--candidate;cpu-topk;--cases;0" "--candi
     COMMAND sh -c "\"$0\" run --kernel topk \"$@\"; test $? -eq 2" $<TARGET_FILE:attest> ${bad})
   set_tests_properties(cli_topk_bad_input_${tag} PROPERTIES LABELS "cli" TIMEOUT 60)
 endforeach()
+add_test(NAME cli_topk_run_in_process COMMAND attest run --kernel topk --candidate cpu-topk --cases 200 --seed 4 --no-isolate --reruns 1)
+set_tests_properties(cli_topk_run_in_process PROPERTIES LABELS "cli" TIMEOUT 120
+  ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "result: PASS \\(200 cases\\)")

@@ -35,7 +35,7 @@ PUBLIC = {
     "gen": "generator minimize pipeline",
     "judge": "compare bound policy record judge",
     "store": "casefile casefile_h5 results",
-    "run": "runner device external bench",
+    "run": "runner device external bench topk_runner",
 }
 
 

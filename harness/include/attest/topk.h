@@ -34,6 +34,10 @@ extern "C" {
 #define ATTEST_TOPK_MAX_WIDTH (1 << 20)
 #define ATTEST_TOPK_MAX_K 8192
 
+/* What an output slot holds before the candidate runs: a position no row has, so a slot the
+ * candidate leaves unwritten fails the range check. */
+#define ATTEST_TOPK_POISON ((int32_t)0x7fadbeef)
+
 typedef struct attest_topk_params {
     int32_t b;              /* requests */
     int32_t next_n;         /* rows per request */
@@ -123,11 +127,18 @@ typedef enum attest_topk_check {
     ATTEST_TOPK_CHECK_SHORT_ROW = 6,   /* short-identity rule: a row with len <= k is not 0..len-1 */
     ATTEST_TOPK_CHECK_TRANSLATION = 7, /* a physical index is not the page table's image of the position */
     ATTEST_TOPK_CHECK_RUN = 8,         /* the candidate returned nonzero */
+    /* Run integrity (attest/topk_runner.h): */
+    ATTEST_TOPK_CHECK_CRASH = 9,       /* the run died of a signal */
+    ATTEST_TOPK_CHECK_TIMEOUT = 10,    /* the run outlived its time limit */
+    ATTEST_TOPK_CHECK_CANARY = 11,     /* a byte around an output changed: a write out of bounds */
+    ATTEST_TOPK_CHECK_INPUT = 12,      /* an input (logits, lengths, block table) changed */
+    ATTEST_TOPK_CHECK_NONDETERMINISM = 13, /* re-runs wrote different outputs */
     ATTEST_TOPK_CHECK_COUNT_
 } attest_topk_check;
 
 /* Returns "range", "duplicate", "nonfinite", "recall", "padding", "order", "short-row",
- * "translation", "run", or "unknown". */
+ * "translation", "run", "crash", "timeout", "canary", "input-modified", "nondeterminism", or
+ * "unknown". */
 const char *attest_topk_check_name(attest_topk_check check);
 
 typedef struct attest_topk_verdict {

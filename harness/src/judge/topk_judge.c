@@ -11,7 +11,8 @@
 
 static const char *const check_names[ATTEST_TOPK_CHECK_COUNT_] = {
     "range", "duplicate", "nonfinite", "recall", "padding",
-    "order", "short-row", "translation", "run"};
+    "order", "short-row", "translation", "run", "crash", "timeout", "canary", "input-modified",
+    "nondeterminism"};
 
 const char *attest_topk_check_name(attest_topk_check check)
 {
