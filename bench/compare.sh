@@ -3,7 +3,7 @@
 # flags and the same bench sources, then measures both side by side, alternating, so a loaded
 # machine slows both alike. Ratios within one run are what count.
 #
-#   bash bench/compare.sh [--old REV] [--dir DIR] [--reps N] [PART...]
+#   bash bench/compare.sh [--old REV] [--dir DIR] [--reps N] [--fuzz-seconds S] [PART...]
 #
 # REV: the "before" commit (default origin/main). DIR: where the two builds go (default
 # /tmp/attest-compare; kept, so a second run rebuilds only what changed). PARTs (default all):
@@ -11,7 +11,7 @@
 #             (must be equal: the faster references compute the same bits) and ms per call
 #   campaign  `attest campaign --quiet` (the main job): cases/s
 #   fuzz      the libFuzzer kernel targets, clang, with and without ASan+UBSan: exec/s over
-#             -runs from an empty corpus (libFuzzer's own figure)
+#             S seconds (default 20) from an empty corpus (libFuzzer's own figure)
 #   generate  bench_generate: default-bounds generation, cases/s and the digest of the bytes
 # The bench sources (bench/*.c, bench/CMakeLists.txt) of the working tree are copied into the old
 # revision's tree, so both sides run the same measuring code. Prints markdown tables and the load
@@ -20,12 +20,14 @@ set -euo pipefail
 old=origin/main
 dir=/tmp/attest-compare
 reps=5
+fuzz_s=20
 parts=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --old) old=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
+    --fuzz-seconds) fuzz_s=$2; shift 2 ;;
     -h|--help) sed -n 2,20p "$0"; exit 0 ;;
     -*) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     *) parts+=("$1"); shift ;;
@@ -123,20 +125,19 @@ if want fuzz; then
     build "$s" fuzz fuzz_mla_decode fuzz_indexer
     build "$s" fuzz-nosan fuzz_mla_decode fuzz_indexer
   done
-  echo "## libFuzzer kernel targets (exec/s reported at the end of -runs=N from an empty corpus, -seed=1)"
+  echo "## libFuzzer kernel targets (exec/s libFuzzer reports after -max_total_time=$fuzz_s from an empty corpus, -seed=1)"
   echo "| target | build | before exec/s | after exec/s |"
   echo "|---|---|---|---|"
   tmp=$(mktemp -d)
   for t in mla_decode indexer; do
     for k in fuzz-nosan fuzz; do
-      runs=20000; [ "$k" = fuzz ] && runs=5000
       line="| $t | $([ "$k" = fuzz ] && echo ASan+UBSan || echo no sanitizer) |"
       for s in old new; do
         rm -rf "$tmp/corpus" && mkdir -p "$tmp/corpus"
-        (cd "$tmp" && ATTEST_FUZZ_ARTIFACTS="$tmp" "$dir/$s-$k/fuzz/fuzz_$t" -seed=1 -runs=$runs \
+        (cd "$tmp" && ATTEST_FUZZ_ARTIFACTS="$tmp" "$dir/$s-$k/fuzz/fuzz_$t" -seed=1 -max_total_time="$fuzz_s" \
            -max_len=512 -len_control=0 corpus >"$tmp/log" 2>&1) || true
         rate=$(grep -oE 'exec/s: [0-9]+' "$tmp/log" | tail -1 | grep -oE '[0-9]+' || echo "?")
-        grep -q "DONE" "$tmp/log" || rate="$rate (did not finish: $(grep -m1 -oE 'ERROR: [^ ]+.*' "$tmp/log" | cut -c1-60))"
+        grep -q "Done [0-9]* runs" "$tmp/log" || rate="$rate (stopped: $(grep -m1 -oE '(ERROR|==[0-9]+==).*' "$tmp/log" | cut -c1-60))"
         line="$line $rate |"
       done
       echo "$line"

@@ -87,6 +87,8 @@ int attest_cli_gen_apply(const char *verb, const attest_cli_gen_bounds *b, attes
     }
     if (b->production) g->production_shape = 1;
     if (b->no_edge) g->edge_bytes = 0;
+    /* An explicit head bound is meant: no production head counts above it. */
+    if (b->bounds[1]) g->production_heads = 0;
     if (b->layout) {
         attest_layout_id id;
         if (attest_layout_from_name(b->layout, &id) != ATTEST_OK ||

@@ -28,7 +28,7 @@ static float pick_float(fuzz_input *in)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input in = fuzz_input_make(data, size);
-    attest_gen_options opt = attest_gen_defaults(ATTEST_KERNEL_INDEXER);
+    attest_gen_options opt = attest_gen_fuzz_defaults(ATTEST_KERNEL_INDEXER);
     uint64_t seed = fuzz_tail_uint(&in, 8);
     uint8_t knobs = (uint8_t)fuzz_tail_uint(&in, 1);
     opt.edge_bytes = (knobs & 1) ? 0 : 1;

@@ -178,7 +178,7 @@ static void mutate_q(attest_case *c, fuzz_input *in)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input in = fuzz_input_make(data, size);
-    attest_gen_options opt = attest_gen_defaults(ATTEST_KERNEL_MLA_DECODE);
+    attest_gen_options opt = attest_gen_fuzz_defaults(ATTEST_KERNEL_MLA_DECODE);
     uint64_t seed = fuzz_tail_uint(&in, 8);
     uint8_t knobs = (uint8_t)fuzz_tail_uint(&in, 1);
     if (knobs & 1) opt.layout = (knobs & 2) ? ATTEST_LAYOUT_MLA_V32 : ATTEST_LAYOUT_MLA_V4;

@@ -101,6 +101,23 @@ static void test_indexer_no_causal(void **state)
     assert_true(tk_indexer_case_mismatches("mutant-indexer-no-mtp-causal", &s) > 0);
 }
 
+/* Block-table entries past a request's blocks as serving engines leave them (-1, or a block
+ * another request holds): the correct kernel never reads them; one that ends a request at its
+ * row's first -1 computes past the length (poison, NaN) or from a stale block (finite), where
+ * -inf belongs. */
+static void test_indexer_reads_past_blocks(void **state)
+{
+    (void)state;
+    static const int32_t minus_one[] = {3, 0, 5, 1, 4, -1}, stale[] = {3, 0, 5, 1, 4, 3};
+    tk_indexer_spec s = ix_basic;
+    s.table = minus_one;
+    assert_int_equal(tk_indexer_case_mismatches("cpu-indexer", &s), 0);
+    assert_true(tk_indexer_case_mismatches("mutant-indexer-reads-past-blocks", &s) > 0);
+    s.table = stale;
+    assert_int_equal(tk_indexer_case_mismatches("cpu-indexer", &s), 0);
+    assert_true(tk_indexer_case_mismatches("mutant-indexer-reads-past-blocks", &s) > 0);
+}
+
 /* The element just past the logits changes (the harness's canary would). */
 static void test_indexer_write_past_end(void **state)
 {
@@ -266,7 +283,8 @@ static void test_every_mutant_named(void **state)
     static const char *const tested[] = {
         "mutant-indexer-scale-off-by-one", "mutant-indexer-zero-past-length",
         "mutant-indexer-unwritten-past-length", "mutant-indexer-132-byte-records",
-        "mutant-indexer-no-mtp-causal", "mutant-indexer-write-past-end", "mutant-indexer-crash",
+        "mutant-indexer-no-mtp-causal", "mutant-indexer-reads-past-blocks",
+        "mutant-indexer-write-past-end", "mutant-indexer-crash",
         "mutant-indexer-hang", "mutant-mla-scale-off-by-one", "mutant-mla-payload-stride",
         "mutant-mla-no-merge-guard", "mutant-mla-reads-nan-slot",
         "mutant-mla-ignores-topk-length", "mutant-mla-write-past-end", "mutant-mla-crash",
@@ -295,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_indexer_mask_faults),
         cmocka_unit_test(test_indexer_record_stride),
         cmocka_unit_test(test_indexer_no_causal),
+        cmocka_unit_test(test_indexer_reads_past_blocks),
         cmocka_unit_test(test_indexer_write_past_end),
         cmocka_unit_test(test_indexer_crash_and_hang),
         cmocka_unit_test(test_mla_scale_off_by_one),

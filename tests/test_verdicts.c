@@ -36,6 +36,7 @@ static const expectation mutants[] = {
     {"mutant-indexer-unwritten-past-length", ATTEST_VERDICT_MISMATCH, V(OK)},
     {"mutant-indexer-132-byte-records", ATTEST_VERDICT_MISMATCH, V(OK)},
     {"mutant-indexer-no-mtp-causal", ATTEST_VERDICT_MISMATCH, V(OK)},
+    {"mutant-indexer-reads-past-blocks", ATTEST_VERDICT_MISMATCH, V(OK)},
     {"mutant-indexer-write-past-end", ATTEST_VERDICT_OUT_OF_BOUNDS_WRITE, V(OK)},
     {"mutant-indexer-crash", ATTEST_VERDICT_CRASH, V(OK)},
     {"mutant-indexer-hang", ATTEST_VERDICT_TIMEOUT, V(OK)},

@@ -107,15 +107,29 @@ int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *a
     for (int i = 0; i < 256; i++) lut[i] = attest_fp8_decode((uint8_t)i);
 
     float *q = malloc(sizeof(float) * (q_row * (size_t)n + C4_DIM));
-    if (!q) return -1;
+    int32_t *extent = f->table_extent ? malloc(sizeof(int32_t) * (size_t)p->b) : NULL;
+    if (!q || (f->table_extent && !extent)) {
+        free(q);
+        free(extent);
+        return -1;
+    }
     float *k = q + q_row * (size_t)n;
     int rc = 0;
+    const int32_t *lens = a->context_lens;
+    if (extent) {
+        for (int r = 0; r < p->b; r++) {
+            int j = 0;
+            while (j < p->blocks_per_req && a->block_table[(size_t)r * p->blocks_per_req + j] >= 0) j++;
+            extent[r] = j * C4_BLOCK < width ? j * C4_BLOCK : width;
+        }
+        lens = extent;
+    }
 
     for (int req = 0; req < p->b && rc == 0; req++) {
         const uint8_t *qb = a->q_fp8 + (size_t)req * n * q_row;
         for (size_t i = 0; i < q_row * (size_t)n; i++) q[i] = lut[qb[i]];
         /* The last MTP row sees the most positions: past it, every row is masked. */
-        int req_len = cpu_indexer_row_len(p, a->context_lens, req * n + n - 1, f->no_causal);
+        int req_len = cpu_indexer_row_len(p, lens, req * n + n - 1, f->no_causal);
 
         for (int blk = 0; blk < nblk; blk++) {
             const int t0 = blk * C4_BLOCK;
@@ -144,7 +158,7 @@ int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *a
                 const float scale = load_f32(sb);
                 for (int j = 0; j < n; j++) {
                     const int row = req * n + j;
-                    if (t >= cpu_indexer_row_len(p, a->context_lens, row, f->no_causal)) continue;
+                    if (t >= cpu_indexer_row_len(p, lens, row, f->no_causal)) continue;
                     a->logits[(size_t)row * width + t] =
                         position_logit(q + (size_t)j * q_row, a->weights + (size_t)row * heads,
                                        heads, k, scale, f->order);
@@ -152,12 +166,13 @@ int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *a
             }
             for (int j = 0; j < n; j++) {
                 const int row = req * n + j;
-                const int len = cpu_indexer_row_len(p, a->context_lens, row, f->no_causal);
+                const int len = cpu_indexer_row_len(p, lens, row, f->no_causal);
                 mask_range(a->logits + (size_t)row * width, len > t0 ? len : t0, t1, f->mask);
             }
         }
     }
     free(q);
+    free(extent);
     return rc;
 }
 

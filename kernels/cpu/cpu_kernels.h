@@ -34,6 +34,9 @@ typedef struct cpu_indexer_faults {
     cpu_indexer_mask mask; /* what to write past the length */
     int record_stride;     /* != 0: reads position t at t*record_stride (the [64,1,132] view bug) */
     int no_causal;         /* every MTP row of a request sees all L positions */
+    int table_extent;      /* a request ends where its block-table row does (its first negative
+                              entry, or the row's end), not at context_lens: it reads the blocks
+                              past its own, which serving engines leave as -1 or stale ids */
     cpu_indexer_order order; /* not a fault: a correct evaluation order */
 } cpu_indexer_faults;
 

@@ -80,6 +80,7 @@ INDEXER_FAULT(run_indexer_zero_mask, .mask = CPU_MASK_ZERO)
 INDEXER_FAULT(run_indexer_skip_mask, .mask = CPU_MASK_SKIP)
 INDEXER_FAULT(run_indexer_records, .record_stride = 132)
 INDEXER_FAULT(run_indexer_no_causal, .no_causal = 1)
+INDEXER_FAULT(run_indexer_table_extent, .table_extent = 1)
 
 MLA_FAULT(run_mla_scale_shift, .scale_shift = 1)
 MLA_FAULT(run_mla_payload_stride, .payload_stride = 1)
@@ -166,6 +167,8 @@ INDEXER_MUTANT(m_ix_records, "mutant-indexer-132-byte-records", run_indexer_reco
                "cpu-indexer taking the [64,1,132] view for 132-byte records (wrong stride)")
 INDEXER_MUTANT(m_ix_causal, "mutant-indexer-no-mtp-causal", run_indexer_no_causal,
                "cpu-indexer letting every MTP row see all L positions")
+INDEXER_MUTANT(m_ix_extent, "mutant-indexer-reads-past-blocks", run_indexer_table_extent,
+               "cpu-indexer ending a request at its block-table row's first -1, not its length")
 INDEXER_MUTANT(m_ix_oob, "mutant-indexer-write-past-end", run_indexer_write_past_end,
                "cpu-indexer writing one float past the logits")
 INDEXER_MUTANT(m_ix_crash, "mutant-indexer-crash", run_indexer_crash,
@@ -190,7 +193,7 @@ MLA_MUTANT(m_mla_hang, "mutant-mla-hang", run_mla_hang,
            "cpu-mla-decode spinning forever on a case with a lonely query")
 
 static const attest_candidate *const mutants[] = {
-    &m_ix_scale, &m_ix_zero,  &m_ix_skip,   &m_ix_records, &m_ix_causal, &m_ix_oob,
+    &m_ix_scale, &m_ix_zero,  &m_ix_skip,   &m_ix_records, &m_ix_causal, &m_ix_extent, &m_ix_oob,
     &m_ix_crash, &m_ix_hang,  &m_mla_scale, &m_mla_stride, &m_mla_guard, &m_mla_nan,
     &m_mla_len,  &m_mla_oob,  &m_mla_crash, &m_mla_hang,
 };

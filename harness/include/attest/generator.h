@@ -29,10 +29,19 @@ typedef struct attest_gen_options {
     int32_t production_shape; /* 1: fixed production heads/dims (H=64, d=512, topk=512) */
     int32_t with_truth;       /* 1: also fill the truth tensors (for true-mode references) */
     int32_t edge_bytes;       /* 1 (default): NaN/subnormal/+-448 fp8 bytes and extreme scales */
+    int32_t production_heads; /* 1 (default): about 2% of cases take h = 64 or 128 heads (the
+                                 V4 and V3.2 production counts) above max_heads; 0: never */
 } attest_gen_options;
 
 /* Returns the default bounds for a kernel family. */
 attest_gen_options attest_gen_defaults(attest_kernel kernel);
+
+/* Returns the fuzzing bounds for a kernel family: the smallest shapes that still reach every
+ * edge class of the defaults (lengths 0, 1 and 64 +- 1, every page size, holes, duplicates,
+ * all-invalid tiles, lonely queries, both layouts, the extra scope, MTP rows, NaN bytes, +-inf
+ * sinks, extreme scales), so that one case and its reference take tens of microseconds: at
+ * most 2 requests of 2 heads, lengths up to 80, top-k up to 16, no production head counts. */
+attest_gen_options attest_gen_fuzz_defaults(attest_kernel kernel);
 
 /* Derives case i's seed from a campaign seed (splitmix64 of seed and i): stable across versions. */
 uint64_t attest_case_seed(uint64_t campaign_seed, uint64_t case_index);

@@ -7,7 +7,7 @@
 #include "gen_internal.h"
 
 /* Draws the parameters and lengths; fills p and lens[b] (lens allocated here). */
-static attest_status draw_shape(const attest_gen_options *opt, attest_rng *r,
+static attest_status draw_shape(const attest_gen_options *opt, attest_rng *r, attest_rng *mix,
                                 attest_indexer_params *p, int32_t **lens_out)
 {
     p->b = (int32_t)attest_rng_range(r, 1, opt->max_batch);
@@ -17,6 +17,7 @@ static attest_status draw_shape(const attest_gen_options *opt, attest_rng *r,
     else
         p->heads = attest_rng_bernoulli(r, 0.3) ? opt->max_heads
                                                 : (int32_t)attest_rng_range(r, 1, opt->max_heads);
+    p->heads = gen_mix_heads(opt, mix, p->heads);
     p->head_dim = 128;
     p->max_len = attest_rng_bernoulli(r, 0.35) ? opt->max_len
                                                : (int32_t)attest_rng_range(r, 1, opt->max_len);
@@ -83,6 +84,34 @@ static attest_status fill_cache(const attest_layout *L, attest_case *c, const in
     }
     free(values);
     return st;
+}
+
+/* The block-table entries past each request's blocks, as serving engines leave them: never
+ * written (distinct unused blocks, poisoned), -1, or stale ids (blocks other requests, or this
+ * one, use now). A kernel must not read them; one that does reads poison, an address before the
+ * pool, or another request's keys. */
+static void fill_table_tail(attest_case *c, const int32_t *lens, attest_rng *mix)
+{
+    const attest_indexer_params *p = &c->params.indexer;
+    int32_t *table = attest_case_tensor(c, "block_table")->data;
+    static const double w[] = {40, 30, 30};
+    const uint64_t style = attest_rng_choice(mix, w, 3);
+    if (style == 0) return;
+    for (int32_t b = 0; b < p->b; b++) {
+        const int32_t used = (lens[b] + 63) / 64;
+        for (int32_t j = used; j < p->blocks_per_req; j++) {
+            int32_t *e = &table[(size_t)b * p->blocks_per_req + j];
+            if (style == 1) {
+                *e = -1;
+            } else { /* a block some request holds (the first block of request r, say) */
+                const int32_t r = (int32_t)attest_rng_below(mix, (uint64_t)p->b);
+                const int32_t ru = (lens[r] + 63) / 64;
+                *e = ru > 0 ? table[(size_t)r * p->blocks_per_req +
+                                    (size_t)attest_rng_below(mix, (uint64_t)ru)]
+                            : (int32_t)attest_rng_below(mix, (uint64_t)p->num_blocks);
+            }
+        }
+    }
 }
 
 /* fp8 queries (no scale) and signed fp32 head weights. */
@@ -162,17 +191,18 @@ static int place_selected_nan(attest_case *c, const attest_layout *L, const int3
 attest_status gen_indexer_case(const attest_gen_options *opt, uint64_t seed, attest_case *c,
                                attest_gen_info *info)
 {
-    attest_rng shape, vals, qr, edges;
+    attest_rng shape, vals, qr, edges, mix;
     attest_rng_seed_stream(&shape, seed, GEN_STREAM_SHAPE);
     attest_rng_seed_stream(&vals, seed, GEN_STREAM_VALUES);
     attest_rng_seed_stream(&qr, seed, GEN_STREAM_QUERY);
     attest_rng_seed_stream(&edges, seed, GEN_STREAM_EDGES);
+    attest_rng_seed_stream(&mix, seed, GEN_STREAM_MIX);
 
     attest_layout L;
     ATTEST_FORWARD(attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, 64, 0, &L));
     attest_indexer_params *p = &c->params.indexer;
     int32_t *lens = NULL, *perm = NULL;
-    attest_status st = draw_shape(opt, &shape, p, &lens);
+    attest_status st = draw_shape(opt, &shape, &mix, p, &lens);
     if (st != ATTEST_OK) return st;
     /* The raw fp32 amax/448 scale is what the V4 indexer cache stores; pow2 covers later
      * writers. */
@@ -196,6 +226,7 @@ attest_status gen_indexer_case(const attest_gen_options *opt, uint64_t seed, att
     gen_value_cfg_draw(&cfg, &edges, opt->edge_bytes, policy.kind == ATTEST_SCALE_RAW);
     st = fill_cache(&L, c, lens, &policy, &cfg, &vals, &edges);
     if (st != ATTEST_OK) goto done;
+    fill_table_tail(c, lens, &mix);
     fill_queries(c, &qr, &edges, opt->edge_bytes);
     int nan_selected = 0;
     if (opt->edge_bytes && attest_rng_bernoulli(&edges, 0.03))

@@ -20,8 +20,17 @@ enum {
     GEN_STREAM_INDICES = 4, /* top-k lists and topk_length (main scope) */
     GEN_STREAM_EDGES = 5,   /* which edge bytes, extreme scales and NaNs go where */
     GEN_STREAM_EXTRA = 6,   /* extra scope: values */
-    GEN_STREAM_EXTRA_IDX = 7 /* extra scope: indices */
+    GEN_STREAM_EXTRA_IDX = 7, /* extra scope: indices */
+    /* Draws added after the streams above were pinned (issue 10: production head counts, block
+     * table entries past a request's blocks, where extreme exponents go), from a stream of their
+     * own so that the older draws of every seed stay what they were wherever the new ones do not
+     * change the case on purpose. */
+    GEN_STREAM_MIX = 8
 };
+
+/* Draws whether a case takes a production head count (64 or 128, about 2% of cases) from the
+ * mix stream; returns it, or `heads` unchanged. */
+int32_t gen_mix_heads(const attest_gen_options *opt, attest_rng *mix, int32_t heads);
 
 /* The most pages (blocks) a generated pool may have: case.c's bound on pool units. */
 #define GEN_MAX_POOL_UNITS (1 << 24)
@@ -50,6 +59,12 @@ typedef struct gen_value_cfg {
     int32_t extreme_hi;
     double edge_rate;       /* probability that a tile is crafted to hold +-448, a subnormal
                                and a signed zero as fp8 bytes (see gen_craft_tile) */
+    /* Where extreme exponents may go (gen_mla_case narrows it; all of it otherwise): a tile s
+     * of every token when bit s of extreme_tiles is set, any tile of the few tokens whose key
+     * hashes (with extreme_salt) below extreme_key_rate. */
+    uint32_t extreme_tiles;
+    uint64_t extreme_salt;
+    double extreme_key_rate;
 } gen_value_cfg;
 
 /* Draws the edge-related part of a value config for one case from the edges stream (all rates

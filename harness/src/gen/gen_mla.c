@@ -258,7 +258,10 @@ static int place_selected_nan(const scope *s, uint8_t *pool, float *truth, attes
         }
 }
 
-static void fill_queries(attest_case *c, attest_rng *qr)
+/* q_zero_tiles: fp8 tiles (bit s: dims [s * tile, (s + 1) * tile)) where every q is 0, so
+ * that the extreme exponents drawn there reach the values and not the scores. */
+static void fill_queries(attest_case *c, attest_rng *qr, uint32_t q_zero_tiles,
+                         const attest_layout *L)
 {
     const attest_mla_params *p = &c->params.mla;
     attest_tensor *qt = attest_case_tensor(c, "q_bf16");
@@ -271,6 +274,11 @@ static void fill_queries(attest_case *c, attest_rng *qr)
     const size_t nq = attest_tensor_count(qt);
     for (size_t i = 0; i < nq; i++)
         q[i] = attest_bf16_encode_inline((float)attest_rng_normal_portable(qr, 0.0, sigma));
+    if (q_zero_tiles != 0)
+        for (size_t i = 0; i < nq; i++) {
+            const uint32_t d = (uint32_t)(i % (size_t)p->d_qk);
+            if (d < L->fp8_dim && ((q_zero_tiles >> (d / L->scale_tile)) & 1u)) q[i] = 0;
+        }
     if (p->has_sink) {
         float *sink = attest_case_tensor(c, "attn_sink")->data;
         const int with_inf = attest_rng_bernoulli(qr, 0.5);
@@ -283,7 +291,8 @@ static void fill_queries(attest_case *c, attest_rng *qr)
     }
 }
 
-static void draw_params(const attest_gen_options *opt, attest_rng *r, attest_mla_params *p)
+static void draw_params(const attest_gen_options *opt, attest_rng *r, attest_rng *mix,
+                        attest_mla_params *p)
 {
     p->layout = opt->layout ? (attest_layout_id)opt->layout
                             : (attest_rng_bernoulli(r, 0.5) ? ATTEST_LAYOUT_MLA_V4
@@ -305,6 +314,7 @@ static void draw_params(const attest_gen_options *opt, attest_rng *r, attest_mla
     else
         p->h_q = attest_rng_bernoulli(r, 0.3) ? opt->max_heads
                                               : (int32_t)attest_rng_range(r, 1, opt->max_heads);
+    p->h_q = gen_mix_heads(opt, mix, p->h_q);
     p->d_qk = (int32_t)L.k_dim;
     p->d_v = (int32_t)L.v_dim;
     if (opt->production_shape)
@@ -337,7 +347,7 @@ static void *tensor_data(attest_case *c, const char *name)
 attest_status gen_mla_case(const attest_gen_options *opt, uint64_t seed, attest_case *c,
                            attest_gen_info *info)
 {
-    attest_rng shape, vals, qr, idx, edges, xvals, xidx;
+    attest_rng shape, vals, qr, idx, edges, xvals, xidx, mix;
     attest_rng_seed_stream(&shape, seed, GEN_STREAM_SHAPE);
     attest_rng_seed_stream(&vals, seed, GEN_STREAM_VALUES);
     attest_rng_seed_stream(&qr, seed, GEN_STREAM_QUERY);
@@ -345,9 +355,10 @@ attest_status gen_mla_case(const attest_gen_options *opt, uint64_t seed, attest_
     attest_rng_seed_stream(&edges, seed, GEN_STREAM_EDGES);
     attest_rng_seed_stream(&xvals, seed, GEN_STREAM_EXTRA);
     attest_rng_seed_stream(&xidx, seed, GEN_STREAM_EXTRA_IDX);
+    attest_rng_seed_stream(&mix, seed, GEN_STREAM_MIX);
 
     attest_mla_params *p = &c->params.mla;
-    draw_params(opt, &shape, p);
+    draw_params(opt, &shape, &mix, p);
     scope m = {0}, x = {0};
     attest_status st = attest_layout_make(p->layout, (uint32_t)p->page_size,
                                           (uint64_t)p->page_stride, &m.L);
@@ -375,6 +386,19 @@ attest_status gen_mla_case(const attest_gen_options *opt, uint64_t seed, attest_
 
     gen_value_cfg cfg;
     gen_value_cfg_draw(&cfg, &edges, opt->edge_bytes, policy.kind == ATTEST_SCALE_RAW);
+    /* Extreme exponents on every tile of every key make the scores huge (10^7-10^10), where a
+     * float32 softmax keeps no significant bit and the case judges nothing (a fifth of the
+     * default cases were vacuous). They go instead on one or two value tiles whose q is zero
+     * (the values carry them, the scores do not) and on all tiles of about one key in 128 (the
+     * scores of a few keys, as a real outlier token). */
+    uint32_t q_zero_tiles = 0;
+    if (cfg.extreme_rate > 0.0) {
+        q_zero_tiles = 1u << attest_rng_below(&mix, m.L.num_scales);
+        if (attest_rng_bernoulli(&mix, 0.3)) q_zero_tiles |= 1u << attest_rng_below(&mix, m.L.num_scales);
+        cfg.extreme_tiles = q_zero_tiles;
+        cfg.extreme_salt = attest_rng_u64(&mix);
+        cfg.extreme_key_rate = 1.0 / 128.0;
+    }
     /* Half the cases hold every token of every request (so unselected tokens are real values,
      * sometimes with NaNs sprinkled in); half hold only the selected ones, the rest poison, as
      * upstream tests build them. Indices come first so the sparse fill knows what to write. */
@@ -396,7 +420,7 @@ attest_status gen_mla_case(const attest_gen_options *opt, uint64_t seed, attest_
             st = fill_scope_cache(&x, xpool, xtruth, &policy, &cfg, &xvals, &edges, sparse);
     }
     if (st != ATTEST_OK) goto done;
-    fill_queries(c, &qr);
+    fill_queries(c, &qr, q_zero_tiles, &m.L);
 
     int32_t nan_unselected = 0;
     int nan_selected = 0;

@@ -53,6 +53,9 @@ void gen_value_cfg_draw(gen_value_cfg *cfg, attest_rng *edges, int edge_bytes, i
     cfg->extreme_lo = 0;
     cfg->extreme_hi = 0;
     cfg->edge_rate = 0.0;
+    cfg->extreme_tiles = ~0u;
+    cfg->extreme_salt = 0;
+    cfg->extreme_key_rate = 1.0;
     if (!edge_bytes) return;
     static const double edge_rates[] = {0.0, 0.03, 0.15};
     cfg->edge_rate = edge_rates[attest_rng_below(edges, 3)];
@@ -109,13 +112,30 @@ static void craft_tile(float *tile, uint32_t n, attest_rng *edges)
     if (attest_rng_bernoulli(edges, 0.5)) tile[pos[3]] = -sign * ldexpf(448.0f, e);
 }
 
+/* 1 when token `key` is one of the few whose every tile may take an extreme exponent. */
+static int extreme_key(const gen_value_cfg *cfg, int64_t key)
+{
+    if (cfg->extreme_key_rate >= 1.0) return 1;
+    uint64_t h = cfg->extreme_salt ^ (uint64_t)key;
+    return (double)(attest_splitmix64(&h) >> 11) * 0x1p-53 < cfg->extreme_key_rate;
+}
+
+int32_t gen_mix_heads(const attest_gen_options *opt, attest_rng *mix, int32_t heads)
+{
+    if (opt->production_shape || !opt->production_heads || !attest_rng_bernoulli(mix, 0.02))
+        return heads;
+    return attest_rng_bernoulli(mix, 0.5) ? 64 : 128;
+}
+
 void gen_token_values(const attest_layout *layout, const gen_wave *w, const gen_value_cfg *cfg,
                       attest_rng *vals, attest_rng *edges, int64_t key, float *out)
 {
     const uint32_t tile = layout->scale_tile;
+    const int any_tile = cfg->extreme_rate > 0.0 && extreme_key(cfg, key);
     for (uint32_t s = 0; s < layout->num_scales; s++) {
         int32_t u = (int32_t)attest_rng_range(vals, cfg->tile_exp_lo, cfg->tile_exp_hi);
-        if (cfg->extreme_rate > 0.0 && attest_rng_bernoulli(edges, cfg->extreme_rate))
+        if (cfg->extreme_rate > 0.0 && (any_tile || ((cfg->extreme_tiles >> s) & 1u)) &&
+            attest_rng_bernoulli(edges, cfg->extreme_rate))
             u = (int32_t)attest_rng_range(edges, cfg->extreme_lo, cfg->extreme_hi);
         /* A mantissa in [1, 2) spreads amax / scale over the whole fp8 range under a
          * power-of-two scale (with 2^u alone it would sit in a narrow band). */

@@ -27,7 +27,19 @@ attest_gen_options attest_gen_defaults(attest_kernel kernel)
     o.production_shape = 0;
     o.with_truth = 0;
     o.edge_bytes = 1;
+    o.production_heads = 1;
     if (kernel == ATTEST_KERNEL_MLA_DECODE) o.max_batch = 3;
+    return o;
+}
+
+attest_gen_options attest_gen_fuzz_defaults(attest_kernel kernel)
+{
+    attest_gen_options o = attest_gen_defaults(kernel);
+    o.max_batch = 2;
+    o.max_heads = 2;
+    o.max_len = 80; /* past the 64-token page and block boundary */
+    o.max_topk = 16;
+    o.production_heads = 0;
     return o;
 }
 
@@ -69,6 +81,7 @@ static attest_status check_options(const attest_gen_options *o)
     ATTEST_FORWARD(check_bound("production_shape", o->production_shape, 0, 1));
     ATTEST_FORWARD(check_bound("with_truth", o->with_truth, 0, 1));
     ATTEST_FORWARD(check_bound("edge_bytes", o->edge_bytes, 0, 1));
+    ATTEST_FORWARD(check_bound("production_heads", o->production_heads, 0, 1));
     if (o->kernel == ATTEST_KERNEL_INDEXER) {
         ATTEST_RETURN_IF(o->layout != 0 && o->layout != ATTEST_LAYOUT_C4_INDEXER,
                          ATTEST_ERR_INVALID_ARGUMENT,
