@@ -200,12 +200,15 @@ static attest_status stage_indexer(pipe_stages *s, attest_pipeline_case *pc, cha
 }
 
 /* The logical position of physical token `phys` in request b, or -2 when no block of the
- * request holds it. */
-static int32_t logical_of(const attest_indexer_params *x, const int32_t *table, int32_t b,
-                          int32_t phys)
+ * request holds it. Only the blocks the request uses count: past them a row holds -1 or stale
+ * ids of other requests' blocks. */
+static int32_t logical_of(const attest_indexer_params *x, const int32_t *table,
+                          const int32_t *lens, int32_t b, int32_t phys)
 {
     if (phys < 0) return phys == -1 ? -1 : -2;
-    for (int32_t j = 0; j < x->blocks_per_req; j++)
+    const int32_t len = lens[b] < x->max_len ? lens[b] : x->max_len;
+    const int32_t used = (len + 63) / 64 < x->blocks_per_req ? (len + 63) / 64 : x->blocks_per_req;
+    for (int32_t j = 0; j < used; j++)
         if (table[(size_t)b * x->blocks_per_req + j] == phys / 64) return j * 64 + phys % 64;
     return -2;
 }
@@ -252,7 +255,7 @@ static attest_status stage_topk(pipe_stages *s, attest_pipeline_case *pc, chain 
                         : li[j] / 64 < x->blocks_per_req
                             ? table[(size_t)b * x->blocks_per_req + li[j] / 64] * 64 + li[j] % 64
                             : -2;
-            if (!(outs & ATTEST_TOPK_OUT_LOGICAL)) li[j] = logical_of(x, table, b, pi[j]);
+            if (!(outs & ATTEST_TOPK_OUT_LOGICAL)) li[j] = logical_of(x, table, lens, b, pi[j]);
         }
     }
     *valid = 1;
