@@ -24,7 +24,9 @@ median_max() { # numbers on stdin -> "median max"
 
 echo "| mutant | median s | max s | median cases | max cases | verdict |"
 echo "|---|---|---|---|---|---|"
-for m in $("$attest" list | awk '$1 ~ /^mutant-/ && $3 == "host" {print $1}'); do
+# mutant-mla-int32-offsets fails only on pools past 2^31 bytes, which the generator does not draw
+# (tests/test_sparse_pool.c judges it).
+for m in $("$attest" list | awk '$1 ~ /^mutant-/ && $3 == "host" && $1 != "mutant-mla-int32-offsets" {print $1}'); do
   : > "$tmp/t"; : > "$tmp/n"; verdict=""
   for s in $(seq 1 "$seeds"); do
     out=$("$attest" fuzz --candidate "$m" --time 120 --jobs "$jobs" --seed "$s" --timeout 0.5 \

@@ -47,6 +47,8 @@ typedef struct cpu_mla_faults {
     int no_merge_guard;     /* no special case for an all-invalid tile (0/0 and -inf - -inf) */
     int clamp_invalid;      /* -1 reads slot 0 and is masked only through its probability */
     int ignore_topk_length; /* uses every slot of the top-k list */
+    int int32_offsets;      /* a page's byte offset computed in 32-bit arithmetic: wraps past
+                               2^31 bytes (shows only on pools that large, test_sparse_pool.c) */
     /* Not faults: correct evaluation orders, the false-alarm controls of orders.c. */
     int tile;               /* indices per split (0: CPU_MLA_TILE) */
     int reverse_merge;      /* merges the splits last to first */

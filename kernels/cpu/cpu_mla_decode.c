@@ -93,7 +93,10 @@ static void load_token(const mla_geom *g, const cpu_mla_faults *f, const mla_sco
     const int64_t page = idx / sc->page_size, slot = idx % sc->page_size;
     const int64_t stride = f->payload_stride ? (int64_t)sc->page_size * g->token_bytes
                                              : sc->page_stride;
-    const uint8_t *pg = sc->cache + page * stride;
+    /* The int32 fault wraps as 32-bit hardware does (through uint32_t: no signed overflow). */
+    const uint8_t *pg = f->int32_offsets
+                            ? sc->cache + (int32_t)((uint32_t)page * (uint32_t)stride)
+                            : sc->cache + page * stride;
     const uint8_t *data, *rope;
     float scales[8];
     if (g->v4) {

@@ -84,6 +84,7 @@ INDEXER_FAULT(run_indexer_table_extent, .table_extent = 1)
 
 MLA_FAULT(run_mla_scale_shift, .scale_shift = 1)
 MLA_FAULT(run_mla_payload_stride, .payload_stride = 1)
+MLA_FAULT(run_mla_int32_offsets, .int32_offsets = 1)
 MLA_FAULT(run_mla_no_merge_guard, .no_merge_guard = 1)
 MLA_FAULT(run_mla_nan_slot, .clamp_invalid = 1)
 MLA_FAULT(run_mla_ignore_length, .ignore_topk_length = 1)
@@ -179,6 +180,8 @@ MLA_MUTANT(m_mla_scale, "mutant-mla-scale-off-by-one", run_mla_scale_shift,
            "cpu-mla-decode dequantizing tile i with scale i+1")
 MLA_MUTANT(m_mla_stride, "mutant-mla-payload-stride", run_mla_payload_stride,
            "cpu-mla-decode using P*token_bytes as the page stride (not the padded stride)")
+MLA_MUTANT(m_mla_int32, "mutant-mla-int32-offsets", run_mla_int32_offsets,
+           "cpu-mla-decode computing page byte offsets in int32 (wrong past 2^31 bytes)")
 MLA_MUTANT(m_mla_guard, "mutant-mla-no-merge-guard", run_mla_no_merge_guard,
            "cpu-mla-decode merging an all-invalid tile as 0/0 (NaN)")
 MLA_MUTANT(m_mla_nan, "mutant-mla-reads-nan-slot", run_mla_nan_slot,
@@ -194,7 +197,7 @@ MLA_MUTANT(m_mla_hang, "mutant-mla-hang", run_mla_hang,
 
 static const attest_candidate *const mutants[] = {
     &m_ix_scale, &m_ix_zero,  &m_ix_skip,   &m_ix_records, &m_ix_causal, &m_ix_extent, &m_ix_oob,
-    &m_ix_crash, &m_ix_hang,  &m_mla_scale, &m_mla_stride, &m_mla_guard, &m_mla_nan,
+    &m_ix_crash, &m_ix_hang,  &m_mla_scale, &m_mla_stride, &m_mla_int32, &m_mla_guard, &m_mla_nan,
     &m_mla_len,  &m_mla_oob,  &m_mla_crash, &m_mla_hang,
 };
 

@@ -13,12 +13,17 @@ from attest_testlib import CLI, check, one_line_error, run, summary
 CORRECT = {"indexer": "cpu-indexer", "mla-decode": "cpu-mla-decode"}
 
 
+# Faults that show only on inputs the generator does not draw (a pool past 2^31 bytes:
+# tests/test_sparse_pool.c judges it), so no search over generated cases can find them.
+NOT_GENERATED = {"mutant-mla-int32-offsets"}
+
+
 def mutants():
     rc, out, _ = run("list")
     found = []
     for line in out.splitlines():
         m = re.match(r"\s+(mutant-\S+)\s+(indexer|mla-decode)\s+host\s", line)
-        if m:
+        if m and m.group(1) not in NOT_GENERATED:
             found.append((m.group(1), m.group(2)))
     return found
 

@@ -1,0 +1,205 @@
+/* Tests of caches whose byte offsets pass 2^31, as a serving engine's pool of tens of thousands
+ * of pages has them: the pool is one large PROT_NONE, MAP_NORESERVE mapping in which only the
+ * pages a case uses are made readable (at its two ends, more than 2^31 bytes apart), so nothing
+ * else costs memory and a read of any other page faults. The float64 reference and the correct
+ * kernel handle it; a kernel that computes page offsets in int32 arithmetic reads the wrong
+ * address and fails. The kernels run in a forked child (a fault there is the CRASH verdict the
+ * runner would give) and write into shared memory; attest_judge_output judges them as the runner
+ * does. (The runner's arena copies a case's pool whole, so such a case goes through the
+ * reference, the kernels and the judge directly here.) */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "assert_ok.h"
+
+#include "attest/bound.h"
+#include "attest/judge.h"
+#include "attest/layout.h"
+#include "attest/numerics.h"
+#include "attest/policy.h"
+#include "attest/reference.h"
+#include "attest/registry.h"
+
+#define NUM_PAGES 65536 /* x 37376 bytes (mla-v4, 64 tokens a page): 2.45 GB of address space */
+#define TOPK 8
+
+typedef struct sparse_case {
+    attest_case c;
+    uint8_t *pool;
+    size_t pool_bytes;
+    uint8_t *outputs; /* MAP_SHARED: the forked kernel writes here */
+    size_t outputs_bytes;
+    void *inputs[ATTEST_CASE_MAX_TENSORS];
+} sparse_case;
+
+static const int32_t used_pages[] = {0, 1, NUM_PAGES - 2, NUM_PAGES - 1};
+
+static void build(sparse_case *s)
+{
+    memset(s, 0, sizeof *s);
+    attest_case *c = &s->c;
+    c->kernel = ATTEST_KERNEL_MLA_DECODE;
+    attest_mla_params *p = &c->params.mla;
+    p->layout = ATTEST_LAYOUT_MLA_V4;
+    p->page_size = 64;
+    p->num_pages = NUM_PAGES;
+    p->b = 1;
+    p->s_q = 1;
+    p->h_q = 2;
+    p->d_qk = 512;
+    p->d_v = 512;
+    p->topk = TOPK;
+    p->sm_scale = 0.04419417382415922f; /* 512^-0.5 */
+    assert_ok(attest_case_define_tensors(c, 0));
+    attest_layout L;
+    assert_ok(attest_layout_make(ATTEST_LAYOUT_MLA_V4, 64, 0, &L));
+    assert_true((uint64_t)NUM_PAGES * L.page_stride > (UINT64_C(1) << 31));
+
+    const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < c->num_tensors; i++) {
+        attest_tensor *t = &c->tensors[i];
+        if (!strcmp(t->name, "cache_bytes")) {
+            s->pool_bytes = t->nbytes;
+            s->pool = mmap(NULL, t->nbytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                           -1, 0);
+            assert_true(s->pool != MAP_FAILED);
+            t->data = s->pool;
+        } else if (t->role == ATTEST_ROLE_OUTPUT) {
+            s->outputs_bytes += (t->nbytes + 63) / 64 * 64;
+        } else {
+            t->data = s->inputs[i] = calloc(1, t->nbytes ? t->nbytes : 1);
+            assert_non_null(t->data);
+        }
+    }
+    s->outputs = mmap(NULL, s->outputs_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                      -1, 0);
+    assert_true(s->outputs != MAP_FAILED);
+    size_t at = 0;
+    for (size_t i = 0; i < c->num_tensors; i++)
+        if (c->tensors[i].role == ATTEST_ROLE_OUTPUT) {
+            c->tensors[i].data = s->outputs + at;
+            at += (c->tensors[i].nbytes + 63) / 64 * 64;
+        }
+
+    /* The used pages: readable, poisoned, then a few tokens written. */
+    const attest_scale_policy policy = {ATTEST_SCALE_POW2, ATTEST_UE8M0_FLASHMLA,
+                                        ATTEST_FP8_NONSAT};
+    float values[512];
+    for (size_t u = 0; u < sizeof used_pages / sizeof used_pages[0]; u++) {
+        const uint64_t begin = (uint64_t)used_pages[u] * L.page_stride;
+        const uint64_t lo = begin / os_page * os_page;
+        const uint64_t hi = (begin + L.page_stride + os_page - 1) / os_page * os_page;
+        assert_int_equal(mprotect(s->pool + lo, hi - lo, PROT_READ | PROT_WRITE), 0);
+        memset(s->pool + begin, 0xFF, L.page_stride);
+        for (uint32_t slot = 0; slot < 64; slot += 9) {
+            for (int d = 0; d < 512; d++)
+                values[d] = (float)((d * 7 + slot * 13 + used_pages[u] % 97) % 31 - 15) / 8.0f;
+            assert_ok(attest_layout_encode_token(&L, s->pool + begin, slot, values, &policy));
+        }
+    }
+    /* Two tokens of each used page: the far ones sit past 2^31 bytes. */
+    int32_t *idx = attest_case_tensor(c, "indices")->data;
+    for (int k = 0; k < TOPK; k++) idx[k] = used_pages[k / 2] * 64 + (k % 2 ? 9 : 27);
+    uint16_t *q = attest_case_tensor(c, "q_bf16")->data;
+    for (int i = 0; i < 2 * 512; i++)
+        q[i] = attest_bf16_encode((float)((i * 5) % 17 - 8) / 16.0f);
+}
+
+static void destroy(sparse_case *s)
+{
+    for (size_t i = 0; i < ATTEST_CASE_MAX_TENSORS; i++) free(s->inputs[i]);
+    munmap(s->pool, s->pool_bytes);
+    munmap(s->outputs, s->outputs_bytes);
+}
+
+/* Runs the candidate in a child on the case; returns 1 when it exited normally and every output
+ * passes against the reference, 0 when it failed a gate, -1 when it faulted or returned an
+ * error. */
+static int judge(sparse_case *s, const char *name, const attest_policy *policy,
+                 double **refs, double **bounds)
+{
+    const attest_candidate *cand = NULL;
+    assert_ok(attest_candidate_resolve(name, &cand));
+    for (size_t i = 0; i < s->c.num_tensors; i++)
+        if (s->c.tensors[i].role == ATTEST_ROLE_OUTPUT)
+            memset(s->c.tensors[i].data, 0xFF, s->c.tensors[i].nbytes);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* A fault ends the child (cmocka's handlers would carry on running tests in it). */
+        const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], SIG_DFL);
+        attest_kernel_args args;
+        void *ctx = NULL;
+        if (attest_case_args(&s->c, &args) != ATTEST_OK) _exit(3);
+        if (cand->init && cand->init(&ctx) != 0) _exit(3);
+        if (cand->supports && !cand->supports(ctx, &args)) _exit(3);
+        _exit(cand->run(ctx, &args) == 0 ? 0 : 3);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+    int out = 0, pass = 1;
+    for (size_t i = 0; i < s->c.num_tensors; i++) {
+        const attest_tensor *t = &s->c.tensors[i];
+        if (t->role != ATTEST_ROLE_OUTPUT) continue;
+        attest_judge_expected exp = {refs[out], ATTEST_DTYPE_F64, bounds[out]};
+        attest_tensor_metrics m;
+        assert_ok(attest_judge_output(&s->c, t, &exp, t->data, cand->conventions.masking, policy,
+                                      NULL, &m));
+        pass &= m.failed_gates == 0;
+        out++;
+    }
+    return pass;
+}
+
+/* Offsets past 2^31: the reference reads the far pages, the correct kernel passes, the kernel
+ * with int32 offsets does not (it faults on an unmapped address or reads the wrong bytes). */
+static void test_offsets_past_2g(void **state)
+{
+    (void)state;
+    sparse_case s;
+    build(&s);
+    attest_bound_model models[2] = {attest_bound_model_fp32(), attest_bound_model_fp32()};
+    double *refs[2], *bounds[2];
+    const size_t n_out = 2 * 512, n_lse = 2;
+    refs[0] = calloc(n_out, sizeof(double));
+    refs[1] = calloc(n_lse, sizeof(double));
+    bounds[0] = calloc(n_out, sizeof(double));
+    bounds[1] = calloc(n_lse, sizeof(double));
+    assert_true(refs[0] && refs[1] && bounds[0] && bounds[1]);
+    assert_ok(attest_ref_bounds(&s.c, models, refs, bounds));
+    for (size_t i = 0; i < n_lse; i++) assert_true(refs[1][i] > -1e300 && refs[1][i] < 1e300);
+    attest_policy *policy = NULL;
+    assert_ok(attest_policy_default(&policy));
+    assert_int_equal(judge(&s, "cpu-mla-decode", policy, refs, bounds), 1);
+#ifdef ATTEST_WITH_MUTANTS
+    assert_int_not_equal(judge(&s, "mutant-mla-int32-offsets", policy, refs, bounds), 1);
+#endif
+    attest_policy_free(policy);
+    for (int i = 0; i < 2; i++) {
+        free(refs[i]);
+        free(bounds[i]);
+    }
+    destroy(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_offsets_past_2g),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
