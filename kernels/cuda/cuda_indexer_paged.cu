@@ -1,4 +1,6 @@
-// A paged tensor-core CUDA indexer ("cuda-indexer-paged") and its broken variants.
+// The per-page paged indexer: what the broken variants of cuda-indexer-paged are built on, and
+// what cuda-indexer-paged runs for shapes the streaming kernels (cuda_indexer_stream.cu,
+// sm90a/cuda_indexer_wgmma.cu) do not take.
 //
 // One CUDA block per (request, run of kPagesPerBlock 64-position pages of the logits row). The
 // grid is fixed by the case's maximum context (max_len), never by the actual lengths, so one
@@ -352,7 +354,16 @@ int paged_indexer_run(paged_variant variant, const attest_kernel_args *args, flo
     // Fixed by the maximum context, never by the lengths.
     const int pages = (p.max_len + kPage * kPagesPerBlock - 1) / (kPage * kPagesPerBlock);
     switch (variant) {
-    case paged_variant::correct: return launch<paged_variant::correct>(k, pages, p.b);
+    case paged_variant::correct:
+        // wgmma only where it measured faster on an H200 (128 heads, 365-378 against 427-433
+        // us at b=64, lengths 65536); with 64 heads the mma.sync kernel is (234 against 274
+        // us; docs/device-runs.md).
+        if (p.heads > 64 && p.next_n == 1 && paged_wgmma_supports(args)) return paged_wgmma_run(args);
+        if (paged_stream_supports(args)) return paged_stream_run(args);
+        return launch<paged_variant::correct>(k, pages, p.b);
+    case paged_variant::mma:
+        if (paged_stream_supports(args)) return paged_stream_run(args);
+        return launch<paged_variant::correct>(k, pages, p.b);
     case paged_variant::records132: return launch<paged_variant::records132>(k, pages, p.b);
     case paged_variant::race: return launch<paged_variant::race>(k, pages, p.b);
     case paged_variant::uninit: {

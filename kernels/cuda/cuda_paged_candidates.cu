@@ -33,8 +33,8 @@ attest_candidate make_paged()
     c.abi_version = ATTEST_CANDIDATE_ABI_VERSION;
     c.struct_size = sizeof(attest_candidate);
     c.name = "cuda-indexer-paged";
-    c.description = "paged tensor-core CUDA indexer: one block per (request, page), grid fixed by "
-                    "max context, mma.sync fp16";
+    c.description = "paged tensor-core CUDA indexer: a fixed grid streams the live pages (grid "
+                    "fixed by max context), mma.sync fp16 (wgmma for 128 heads on sm_90)";
     c.kernel = ATTEST_KERNEL_INDEXER;
     c.domain = ATTEST_DOMAIN_DEVICE;
     c.conventions.masking = ATTEST_MASK_NEG_INF;
@@ -45,6 +45,23 @@ attest_candidate make_paged()
 }
 
 const attest_candidate paged = make_paged();
+
+int run_mma(void *, const attest_kernel_args *args)
+{
+    return paged_indexer_run(paged_variant::mma, args, nullptr);
+}
+
+attest_candidate make_paged_mma()
+{
+    attest_candidate c = make_paged();
+    c.name = "cuda-indexer-paged-mma";
+    c.description = "cuda-indexer-paged's mma.sync streaming kernel (what it runs on a device "
+                    "without wgmma)";
+    c.run = run_mma;
+    return c;
+}
+
+const attest_candidate paged_mma = make_paged_mma();
 
 #ifdef ATTEST_WITH_MUTANTS
 int run_records132(void *, const attest_kernel_args *args)
@@ -173,9 +190,9 @@ attest_candidate make_capture_lengths()
 }
 const attest_candidate capture_lengths = make_capture_lengths();
 
-const attest_candidate *const list[] = {&paged, &records132, &race, &uninit, &capture_lengths};
+const attest_candidate *const list[] = {&paged, &paged_mma, &records132, &race, &uninit, &capture_lengths};
 #else
-const attest_candidate *const list[] = {&paged};
+const attest_candidate *const list[] = {&paged, &paged_mma};
 #endif
 
 }  // namespace

@@ -6,7 +6,8 @@
 #include "attest/candidate.h"
 
 enum class paged_variant {
-    correct,         // cuda-indexer-paged
+    correct,         // cuda-indexer-paged: streaming (wgmma for > 64 heads on sm_90), else per-page
+    mma,             // cuda-indexer-paged-mma: the mma.sync streaming kernel, else per-page
     records132,      // wrong stride: the block read as 64 records of 132 bytes
     race,            // a missing barrier between storing the page and reading it
     uninit,          // staged through a workspace it reads where it never wrote
@@ -23,5 +24,14 @@ int paged_indexer_run(paged_variant variant, const attest_kernel_args *args, flo
 
 // Fills every logit with -inf, then runs the correct kernel over the first `pages` pages only.
 int paged_indexer_run_pages(const attest_kernel_args *args, int pages);
+
+// The streaming kernels (cuda_indexer_stream.cu with mma.sync, sm90a/cuda_indexer_wgmma.cu
+// with wgmma on an sm_90 device): whether one handles the case (head_dim 128; mma.sync:
+// next_n * ceil(heads / 64) <= 4; wgmma: the same on a device of compute capability 9.0), and
+// its launch on cudaStreamPerThread without synchronizing; 0 on success.
+int paged_stream_supports(const attest_kernel_args *args);
+int paged_stream_run(const attest_kernel_args *args);
+int paged_wgmma_supports(const attest_kernel_args *args);
+int paged_wgmma_run(const attest_kernel_args *args);
 
 #endif
