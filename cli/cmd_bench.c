@@ -58,6 +58,30 @@ static const struct option long_options[] = {
 };
 
 /* Splits "S1;S2" into parsed shapes. Returns the count, or -1 (message already printed). */
+void attest_bench_print_header(FILE *f)
+{
+    fprintf(f, "  %-48s %10s %21s %9s %9s %8s %7s\n", "shape", "median us", "p10..p90 us",
+            "read MB", "write MB", "GB/s", "% peak");
+}
+
+void attest_bench_print_row(FILE *f, const attest_bench_row *row)
+{
+    const attest_bench_result *r = &row->result;
+    char spread[48];
+    snprintf(spread, sizeof spread, "%.1f..%.1f", r->p10_us, r->p90_us);
+    fprintf(f, "  %-48s %10.1f %21s %9.1f %9.1f %8.1f %7.1f\n", row->shape, r->median_us, spread,
+            r->read_bytes / 1e6, r->write_bytes / 1e6, r->gbps, r->pct_peak);
+}
+
+void attest_bench_print_timing(FILE *f, const attest_bench_row *row)
+{
+    if (row->result.device[0])
+        fprintf(f, "  device: %s; timed with %s\n", row->result.device,
+                row->result.device_timed ? "CUDA events" : "the wall clock");
+    else
+        fprintf(f, "  host candidate: timed with the wall clock\n");
+}
+
 static int parse_shapes(const char *text, attest_bench_shape *shapes)
 {
     char buf[4096];
@@ -154,8 +178,7 @@ int attest_cmd_bench(int argc, char **argv)
     for (int i = 0; i < num_specs && rc == ATTEST_EXIT_OK; i++) {
         printf("attest bench: %s, %d warm-up + %d timed runs per shape, peak %.0f GB/s\n",
                cands[i]->name, opt.warmup, opt.iters, opt.peak_gbps);
-        printf("  %-48s %10s %21s %9s %9s %8s %7s\n", "shape", "median us", "p10..p90 us",
-               "read MB", "write MB", "GB/s", "% peak");
+        attest_bench_print_header(stdout);
         for (int k = 0; k < num_shapes[i]; k++) {
             attest_bench_row *row = &rows[num_rows];
             attest_bench_shape_string(&shapes[i][k], row->shape, sizeof row->shape);
@@ -172,19 +195,11 @@ int attest_cmd_bench(int argc, char **argv)
                 rc = attest_cli_usage_error("bench", "%s: %s", row->shape, attest_last_error());
                 break;
             }
-            const attest_bench_result *r = &row->result;
-            char spread[32];
-            snprintf(spread, sizeof spread, "%.1f..%.1f", r->p10_us, r->p90_us);
-            printf("  %-48s %10.1f %21s %9.1f %9.1f %8.1f %7.1f\n", row->shape, r->median_us,
-                   spread, r->read_bytes / 1e6, r->write_bytes / 1e6, r->gbps, r->pct_peak);
+            attest_bench_print_row(stdout, row);
             fflush(stdout);
             num_rows++;
         }
-        if (num_rows && rows[num_rows - 1].result.device[0])
-            printf("  device: %s; timed with %s\n", rows[num_rows - 1].result.device,
-                   rows[num_rows - 1].result.device_timed ? "CUDA events" : "the wall clock");
-        else if (num_rows)
-            printf("  host candidate: timed with the wall clock\n");
+        if (num_rows) attest_bench_print_timing(stdout, &rows[num_rows - 1]);
     }
     if (out && num_rows && attest_bench_write(out, rows, num_rows, command_line) != ATTEST_OK)
         rc = attest_cli_usage_error("bench", "%s", attest_last_error());

@@ -1,6 +1,7 @@
 /* attest show: the summary of a results file again, failures grouped by verdict and gate. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attest/report.h"
@@ -10,13 +11,40 @@
 static void usage(FILE *f)
 {
     fputs("usage: attest show RESULTS.h5 [--per-group N]\n"
+          "       attest show BENCH.h5\n"
           "\n"
           "Prints where a campaign came from, its summary, and its failures grouped by verdict and\n"
-          "gate, worst first, each with the command that replays it.\n"
+          "gate, worst first, each with the command that replays it (the checks it ran, --graph\n"
+          "or --sanitize, are in its command line and its verdicts). For a bench file (attest\n"
+          "bench --out) prints its rows as attest bench did, and the command that wrote them.\n"
           "Exit status: 0 every case passed, 1 a case failed, 2 the file cannot be read.\n"
           "\n"
           "  --per-group N   failing cases shown per group (default 5)\n",
           f);
+}
+
+/* A bench file: its rows per candidate, as attest bench printed them. */
+static int show_bench(const char *path)
+{
+    attest_bench_row *rows = NULL;
+    size_t n = 0;
+    char command[1024];
+    if (attest_bench_read(path, &rows, &n, command, sizeof command) != ATTEST_OK)
+        return attest_cli_usage_error("show", "%s", attest_last_error());
+    printf("bench: %s, %zu rows\n", path, n);
+    if (command[0]) printf("  command: %s\n", command);
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || strcmp(rows[i].candidate, rows[i - 1].candidate) != 0) {
+            printf("%s: %d timed runs per shape, peak %.0f GB/s\n", rows[i].candidate,
+                   rows[i].result.iters, rows[i].peak_gbps);
+            attest_bench_print_header(stdout);
+        }
+        attest_bench_print_row(stdout, &rows[i]);
+        if (i + 1 == n || strcmp(rows[i].candidate, rows[i + 1].candidate) != 0)
+            attest_bench_print_timing(stdout, &rows[i]);
+    }
+    free(rows);
+    return ATTEST_EXIT_OK;
 }
 
 static uint64_t judged_rows(const uint64_t *counts, uint64_t unknown)
@@ -51,8 +79,14 @@ int attest_cmd_show(int argc, char **argv)
         return attest_cli_usage_error("show", "expected one results file (attest show --help)");
     attest_results_reader *r = NULL;
     /* Read whole in a child first: corrupt HDF5 metadata can crash or hang libhdf5. */
-    if (attest_results_probe(argv[optind], 1) != ATTEST_OK ||
-        attest_results_open_read(argv[optind], &r) != ATTEST_OK)
+    if (attest_results_probe(argv[optind], 1) != ATTEST_OK) {
+        /* Not a results file: a bench file, or the results error stands. */
+        char why[512];
+        snprintf(why, sizeof why, "%s", attest_last_error());
+        if (attest_bench_probe(argv[optind]) == ATTEST_OK) return show_bench(argv[optind]);
+        return attest_cli_usage_error("show", "%s", why);
+    }
+    if (attest_results_open_read(argv[optind], &r) != ATTEST_OK)
         return attest_cli_usage_error("show", "%s", attest_last_error());
     uint64_t counts[ATTEST_VERDICT_COUNT_] = {0}, unknown = 0;
     attest_status st = attest_report_show(stdout, r, (size_t)per_group);

@@ -5,6 +5,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "attest/bench.h"
 
 #define ATTEST_EXIT_OK 0
 #define ATTEST_EXIT_FAILED 1
@@ -22,6 +25,10 @@ int attest_cmd_check(int argc, char **argv);
 int attest_cmd_fixture(int argc, char **argv);
 int attest_cmd_fuzz(int argc, char **argv);
 int attest_cmd_bench(int argc, char **argv);
+/* The bench table as attest bench prints it (attest show prints a bench file the same way). */
+void attest_bench_print_header(FILE *f);
+void attest_bench_print_row(FILE *f, const attest_bench_row *row);
+void attest_bench_print_timing(FILE *f, const attest_bench_row *row);
 
 /* Prints "attest VERB: message" on stderr as one line and returns ATTEST_EXIT_USAGE. */
 int attest_cli_usage_error(const char *verb, const char *fmt, ...)

@@ -28,3 +28,22 @@ add_test(NAME cli_bench_errors COMMAND bash -c "
   echo PASS")
 set_tests_properties(cli_bench_errors PROPERTIES LABELS cli TIMEOUT 60
   ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "PASS")
+# attest show on a bench file: its rows as attest bench printed them, and the command line; a
+# file that is neither a results nor a bench file keeps the results reader's error (exit 2).
+add_test(NAME cli_show_bench COMMAND bash -c "
+  set -u; d=$(mktemp -d); trap 'rm -rf \"$d\"' EXIT
+  $<TARGET_FILE:attest> bench --candidate cpu-indexer --shapes 'b=1,len=64;b=2,len=100,max_len=200' --iters 2 --warmup 0 --out \"$d/b.h5\" > /dev/null || exit 1
+  out=$($<TARGET_FILE:attest> show \"$d/b.h5\" 2>&1); rc=$?
+  [ $rc = 0 ] || { echo \"show rc $rc: $out\"; exit 1; }
+  echo \"$out\" | grep -q '^bench: .*b.h5, 2 rows' &&
+  echo \"$out\" | grep -q 'command: .*bench --candidate cpu-indexer' &&
+  echo \"$out\" | grep -q '^cpu-indexer: 2 timed runs per shape, peak 4270 GB/s' &&
+  echo \"$out\" | grep -qE '^  b=1,len=64,max_len=64,heads=64,next_n=1 +[0-9.]+ ' &&
+  echo \"$out\" | grep -qE '^  b=2,len=100,max_len=200,heads=64,next_n=1 +[0-9.]+ ' &&
+  echo \"$out\" | grep -q 'host candidate: timed with the wall clock' || { echo \"$out\"; exit 1; }
+  echo junk > \"$d/j.h5\"
+  out=$($<TARGET_FILE:attest> show \"$d/j.h5\" 2>&1); rc=$?
+  [ $rc = 2 ] && echo \"$out\" | grep -q 'not an HDF5 file' || { echo \"junk rc $rc: $out\"; exit 1; }
+  echo PASS")
+set_tests_properties(cli_show_bench PROPERTIES LABELS cli TIMEOUT 120
+  ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "PASS")

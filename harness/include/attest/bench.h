@@ -92,6 +92,17 @@ typedef struct attest_bench_row {
 attest_status attest_bench_write(const char *path, const attest_bench_row *rows, size_t n,
                                  const char *command_line) ATTEST_MUST_CHECK;
 
+/* Reads a bench file back: *rows (malloc'd, the caller frees) and *n, and the command line
+ * that wrote it into command_line (cap bytes, truncated; cap 0: not read). Run
+ * attest_bench_probe on a file from elsewhere first. ATTEST_ERR_IO (not HDF5), ATTEST_ERR_FORMAT
+ * (no /bench table). */
+attest_status attest_bench_read(const char *path, attest_bench_row **rows, size_t *n,
+                                char *command_line, size_t cap) ATTEST_MUST_CHECK;
+
+/* attest_bench_read in a child process with a deadline first: a crash or hang of the HDF5
+ * library on corrupt metadata becomes ATTEST_ERR_FORMAT. */
+attest_status attest_bench_probe(const char *path) ATTEST_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif
