@@ -58,7 +58,9 @@ static void usage(FILE *f)
           "                    fails the check\n"
           "  --same MODE       with --baseline: bounds (default) or bitwise\n"
           "  --junit FILE      also write a JUnit XML report (one testcase per case and candidate)\n"
-          "  --json FILE       also write the summary as JSON\n",
+          "  --json FILE       also write the summary as JSON\n"
+          "With --candidate STAGE=SPEC (indexer=, topk=, decode=) the files are pipeline case\n"
+          "files and each chain is judged seam by seam (attest check --candidate topk=X --help).\n",
           f);
 }
 

@@ -41,6 +41,11 @@ static void print_kernels(void)
     const attest_kernel kernels[] = {ATTEST_KERNEL_INDEXER, ATTEST_KERNEL_MLA_DECODE};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         printf("  %-12s %s\n", attest_kernel_name(kernels[i]), kernel_summary[kernels[i]]);
+    /* Not attest_kernel families: their candidates are of another type (topk) or stages. */
+    printf("  %-12s %s\n", "topk", "top-k selection over indexer logits and the page table "
+                                   "(docs/topk.md)");
+    printf("  %-12s %s\n", "pipeline", "the DSA chain indexer -> top-k -> decode, seam by seam: "
+                                       "--candidate STAGE=SPEC (docs/pipeline.md)");
 }
 
 static int print_layouts(void)

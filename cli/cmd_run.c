@@ -19,6 +19,10 @@
 static void usage(FILE *f)
 {
     fputs("usage: attest run --candidate SPEC [--kernel indexer|mla-decode] [options]\n"
+          "       attest run --kernel topk --candidate NAME       (attest run --kernel topk --help)\n"
+          "       attest run --kernel pipeline --candidate indexer=C1 --candidate topk=C2\n"
+          "                  --candidate decode=C3                (attest run --kernel pipeline --help)\n"
+          "       attest run --candidate NEW --baseline OLD       (attest run --baseline OLD --help)\n"
           "\n"
           "Judges a candidate kernel on generated cases against the CPU reference.\n"
           "Exit status: 0 every case passed, 1 a case failed or none was judged, 2 usage or\n"
