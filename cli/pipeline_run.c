@@ -104,6 +104,11 @@ static void print_case(const pipe_stages *s, const pipe_result *r, const char *l
         else if (i == 2 && r->decode_ran) printf("  (judged on the top-k's own indices)");
         printf("\n");
     }
+    if (r->rows == 0) {
+        printf("  %-8s not compared: no selection\n", "end-to-end");
+        if (replay) printf("  replay: %s\n", replay);
+        return;
+    }
     printf("  %-8s selection vs the reference chain's: %d rows equal, %d within ties, %d beyond",
            "end-to-end", r->rows_equal, r->rows_ties, r->rows_beyond);
     if (r->rows_ties > 0 && r->decode_ran)

@@ -43,6 +43,12 @@ has "^FAIL case [0-9]+ .*: broke at decode$"
 has "^  decode   mutant-mla-scale-off-by-one +FAIL  request [0-9]+, query [0-9]+ \(row [0-9]+\), head [0-9]+: MISMATCH"
 has "^  broke at: decode [0-9]+$"
 
+# A stage that crashes is a verdict of its seam; the stages after it do not run.
+expect 1 run --kernel pipeline --candidate indexer=mutant-indexer-crash --cases 40 --print-failures 1
+has "^  indexer  mutant-indexer-crash +FAIL  CRASH"
+has "^  topk     reference +NOT RUN  not run: the indexer left no logits"
+has "^  broke at: indexer [0-9]+$"
+
 # A correct top-k that gives equal scores to the higher position: no seam breaks; the rows whose
 # selection differs only within ties and the output difference it causes are reported.
 expect 0 run --kernel pipeline --candidate indexer=cpu-indexer --candidate topk=cpu-topk-ties-high \
