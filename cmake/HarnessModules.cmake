@@ -63,7 +63,7 @@ foreach(m ${ATTEST_MODULES})
   add_library(attest_${m} OBJECT ${sources})
   target_include_directories(attest_${m} PRIVATE ${view} ${CMAKE_BINARY_DIR}/generated ${private_dirs})
   target_include_directories(attest_${m} SYSTEM PRIVATE ${XXHASH_INCLUDE_DIR})
-  target_link_libraries(attest_${m} PRIVATE hdf5::hdf5 PkgConfig::JANSSON Threads::Threads)
+  target_link_libraries(attest_${m} PRIVATE hdf5::hdf5 hdf5::hdf5_hl PkgConfig::JANSSON Threads::Threads)
   list(APPEND _attest_objects $<TARGET_OBJECTS:attest_${m}>)
 endforeach()
 
@@ -71,4 +71,4 @@ add_library(attest_harness STATIC ${_attest_objects})
 target_include_directories(attest_harness PUBLIC
   $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/harness/include>
   $<BUILD_INTERFACE:${CMAKE_BINARY_DIR}/generated> $<INSTALL_INTERFACE:include>)
-target_link_libraries(attest_harness PUBLIC hdf5::hdf5 PkgConfig::JANSSON Threads::Threads ${CMAKE_DL_LIBS} m)
+target_link_libraries(attest_harness PUBLIC hdf5::hdf5 hdf5::hdf5_hl PkgConfig::JANSSON Threads::Threads ${CMAKE_DL_LIBS} m)

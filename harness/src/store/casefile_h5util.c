@@ -1,5 +1,5 @@
-/* attest case files: checked HDF5 helpers (files, groups, datasets; attributes are in
- * casefile_h5attr.c).
+/* attest case files: checked HDF5 helpers for files, groups and datasets (the error stack,
+ * links and attributes are the store's shared layer, h5.c).
  *
  * HDF5 converts between types on read; for raw containers (cache bytes, bf16 bit patterns) the
  * memory type keeps the file's signedness so that no value is clipped by a conversion.
@@ -11,50 +11,6 @@
 #include <sys/stat.h>
 
 #include "casefile_internal.h"
-
-void attest_cf_quiet_begin(attest_cf_quiet *q)
-{
-    q->saved = H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data) >= 0;
-    (void)H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-void attest_cf_quiet_end(const attest_cf_quiet *q)
-{
-    (void)H5Eclear2(H5E_DEFAULT);
-    if (q->saved) (void)H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
-}
-
-typedef struct detail_state {
-    char *buf;
-    size_t cap;
-    int done;
-} detail_state;
-
-static herr_t detail_cb(unsigned n, const H5E_error2_t *err, void *user)
-{
-    detail_state *st = user;
-    (void)n;
-    if (st->done || !err) return 0;
-    const char *msg = (err->desc && err->desc[0]) ? err->desc : err->func_name;
-    if (msg && msg[0]) {
-        snprintf(st->buf, st->cap, "%s", msg);
-        st->done = 1;
-    }
-    return 0;
-}
-
-void attest_cf_h5_detail(char *buf, size_t cap)
-{
-    if (!cap) return;
-    buf[0] = '\0';
-    detail_state st = {buf, cap, 0};
-    /* Upward: the most specific error comes first. */
-    (void)H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, detail_cb, &st);
-    (void)H5Eclear2(H5E_DEFAULT);
-    /* Keep the message on one line. */
-    for (char *p = buf; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
-}
 
 attest_status attest_cf_rewrap(attest_status st, const char *where, const char *field)
 {
@@ -109,7 +65,7 @@ attest_status attest_cf_open_read(const char *path, hid_t *file)
     H5Pclose(fapl);
     if (fid < 0) {
         char detail[256];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         return attest_fail(ATTEST_ERR_FORMAT, "%s: not a readable HDF5 file (truncated or corrupt?)%s%s",
                            path, detail[0] ? ": " : "", detail);
     }
@@ -117,36 +73,16 @@ attest_status attest_cf_open_read(const char *path, hid_t *file)
     return ATTEST_OK;
 }
 
-int attest_cf_link_exists(hid_t loc, const char *name)
-{
-    char partial[512];
-    size_t n = strlen(name);
-    if (n == 0 || n >= sizeof partial) return 0;
-    /* H5Lexists on "a/b" fails rather than answering when "a" is missing: walk the components. */
-    for (size_t i = 0; i <= n; i++) {
-        if (name[i] != '/' && name[i] != '\0') continue;
-        if (i == 0) continue;
-        memcpy(partial, name, i);
-        partial[i] = '\0';
-        htri_t ex = H5Lexists(loc, partial, H5P_DEFAULT);
-        if (ex <= 0) {
-            (void)H5Eclear2(H5E_DEFAULT);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 attest_status attest_cf_open_group(hid_t file, const char *path, const char *group, hid_t *out)
 {
     *out = H5I_INVALID_HID;
     const char *g = attest_cf_is_root(group) ? "/" : group;
-    if (!attest_cf_is_root(group) && !attest_cf_link_exists(file, g[0] == '/' ? g + 1 : g))
+    if (!attest_cf_is_root(group) && !attest_h5_link_exists(file, g[0] == '/' ? g + 1 : g))
         return attest_fail(ATTEST_ERR_NOT_FOUND, "%s: group '%s' not found", path, group);
     hid_t obj = H5Oopen(file, g, H5P_DEFAULT);
     if (obj < 0) {
         char detail[200];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         return attest_fail(ATTEST_ERR_FORMAT, "%s: group '%s' cannot be opened: %s", path, g,
                            detail);
     }
@@ -161,7 +97,7 @@ attest_status attest_cf_open_group(hid_t file, const char *path, const char *gro
 attest_status attest_cf_require_group(hid_t loc, const char *where, const char *name, hid_t *out)
 {
     *out = H5I_INVALID_HID;
-    if (attest_cf_link_exists(loc, name)) {
+    if (attest_h5_link_exists(loc, name)) {
         hid_t g = H5Gopen2(loc, name, H5P_DEFAULT);
         if (g < 0) return attest_fail(ATTEST_ERR_IO, "%s%s: exists and is not a group", where, name);
         *out = g;
@@ -176,33 +112,11 @@ attest_status attest_cf_require_group(hid_t loc, const char *where, const char *
     H5Pclose(lcpl);
     if (g < 0) {
         char detail[200];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         return attest_fail(ATTEST_ERR_IO, "%s%s: cannot create group: %s", where, name, detail);
     }
     *out = g;
     return ATTEST_OK;
-}
-
-void attest_cf_describe_type(hid_t type, char *buf, size_t cap)
-{
-    H5T_class_t cls = H5Tget_class(type);
-    size_t size = H5Tget_size(type);
-    switch (cls) {
-    case H5T_INTEGER:
-        snprintf(buf, cap, "%sint%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "", size * 8);
-        break;
-    case H5T_FLOAT: snprintf(buf, cap, "float%zu", size * 8); break;
-    case H5T_STRING: snprintf(buf, cap, "string"); break;
-    case H5T_ENUM: snprintf(buf, cap, "enum%zu", size * 8); break;
-    case H5T_COMPOUND: snprintf(buf, cap, "compound"); break;
-    case H5T_OPAQUE: snprintf(buf, cap, "opaque%zu", size * 8); break;
-    case H5T_ARRAY: snprintf(buf, cap, "array"); break;
-    case H5T_VLEN: snprintf(buf, cap, "vlen"); break;
-    case H5T_BITFIELD: snprintf(buf, cap, "bitfield%zu", size * 8); break;
-    case H5T_REFERENCE: snprintf(buf, cap, "reference"); break;
-    case H5T_TIME: snprintf(buf, cap, "time"); break;
-    default: snprintf(buf, cap, "unknown type"); break;
-    }
 }
 
 /* Datasets --------------------------------------------------------------------------------- */
@@ -216,7 +130,7 @@ attest_status attest_cf_dset_describe(hid_t dset, const char *where, const char 
     info->h5class = (int)H5Tget_class(type);
     info->elem_size = H5Tget_size(type);
     info->is_signed = info->h5class == H5T_INTEGER && H5Tget_sign(type) != H5T_SGN_NONE;
-    attest_cf_describe_type(type, info->type_desc, sizeof info->type_desc);
+    attest_h5_describe_type(type, info->type_desc, sizeof info->type_desc);
     H5Tclose(type);
     hid_t space = H5Dget_space(dset);
     if (space < 0) return attest_fail(ATTEST_ERR_FORMAT, "%s%s: dataspace unreadable", where, name);
@@ -315,7 +229,7 @@ attest_status attest_cf_dset_read(hid_t dset, const char *where, const char *nam
     if (mtype < 0) return attest_fail(ATTEST_ERR_INTERNAL, "%s%s: unknown dtype", where, name);
     if (H5Dread(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         char detail[200];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         return attest_fail(ATTEST_ERR_IO, "%s%s: cannot read data (file truncated or corrupt?): %s",
                            where, name, detail);
     }
@@ -340,7 +254,7 @@ attest_status attest_cf_dset_write(hid_t loc, const char *where, const char *nam
     }
     if (count > 0 && !data)
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s%s: no data to write", where, name);
-    if (attest_cf_link_exists(loc, name))
+    if (attest_h5_link_exists(loc, name))
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s%s: already exists", where, name);
     hid_t space = H5Screate_simple(rank, dims, NULL);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -373,13 +287,13 @@ attest_status attest_cf_dset_write(hid_t loc, const char *where, const char *nam
     dset = H5Dcreate2(loc, name, ftype, space, lcpl, dcpl, H5P_DEFAULT);
     if (dset < 0) {
         char detail[200];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot create dataset: %s", where, name, detail);
         goto done;
     }
     if (count > 0 && H5Dwrite(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
         char detail[200];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot write dataset: %s", where, name, detail);
         goto done;
     }

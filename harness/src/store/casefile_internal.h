@@ -1,5 +1,6 @@
 /* attest case files: HDF5 helpers shared by casefile_read.c, casefile_write.c and
- * casefile_outputs.c (not a public header); casefile_h5util.c and casefile_h5attr.c hold them.
+ * casefile_outputs.c (not a public header); casefile_h5util.c holds them, on top of the store's
+ * shared layer (h5.h: the error stack, links, attributes).
  *
  * Every helper checks its HDF5 calls and turns a failure into one attest_fail() line that starts
  * with the caller's `where` prefix ("case.h5: " or "case.h5: v4_basic/") followed by the field.
@@ -14,20 +15,7 @@
 #include "attest/case.h"
 #include "attest/casefile.h"
 #include "attest/status.h"
-
-/* HDF5 prints its error stack on stderr by default; a library call must not. */
-typedef struct attest_cf_quiet {
-    H5E_auto2_t func;
-    void *data;
-    int saved;
-} attest_cf_quiet;
-
-void attest_cf_quiet_begin(attest_cf_quiet *q);
-void attest_cf_quiet_end(const attest_cf_quiet *q);
-
-/* Copies the most specific message of HDF5's current error stack into buf (or "" when the
- * stack is empty) and clears the stack. */
-void attest_cf_h5_detail(char *buf, size_t cap);
+#include "h5.h"
 
 /* Formats the message prefix for a file and an optional group into buf: "f.h5: " / "f.h5: g/". */
 void attest_cf_prefix(char *buf, size_t cap, const char *path, const char *group);
@@ -48,50 +36,9 @@ attest_status attest_cf_open_read(const char *path, hid_t *file) ATTEST_MUST_CHE
 attest_status attest_cf_open_group(hid_t file, const char *path, const char *group, hid_t *out)
     ATTEST_MUST_CHECK;
 
-/* Returns 1 if link `name` (a single or a slash-separated path) exists below loc, following
- * each component; 0 if not; -1 on an HDF5 failure. */
-int attest_cf_link_exists(hid_t loc, const char *name);
-
 /* Opens `name` below loc as a group, creating it and any missing parents. */
 attest_status attest_cf_require_group(hid_t loc, const char *where, const char *name, hid_t *out)
     ATTEST_MUST_CHECK;
-
-/* Describes an HDF5 datatype for messages: "int64", "float32", "string", ... */
-void attest_cf_describe_type(hid_t type, char *buf, size_t cap);
-
-/* Attributes ------------------------------------------------------------------------------- */
-
-/* Returns 1 if attribute `name` exists on loc, 0 if not, -1 on failure. */
-int attest_cf_attr_exists(hid_t loc, const char *name);
-
-/* Reads a scalar integer (any integer size or sign, or an enum over integers, such as h5py's
- * bools). FORMAT naming the attribute for a non-integer, a non-scalar or an unsigned value
- * above INT64_MAX. */
-attest_status attest_cf_read_attr_int(hid_t loc, const char *where, const char *name, int64_t *v)
-    ATTEST_MUST_CHECK;
-
-/* Reads a scalar unsigned integer (seed): any integer class; negative values are an error. */
-attest_status attest_cf_read_attr_u64(hid_t loc, const char *where, const char *name,
-                                      uint64_t *v) ATTEST_MUST_CHECK;
-
-/* Reads a scalar float or integer attribute as a double. */
-attest_status attest_cf_read_attr_double(hid_t loc, const char *where, const char *name,
-                                         double *v) ATTEST_MUST_CHECK;
-
-/* Reads a scalar string attribute (variable or fixed length, ASCII or UTF-8) into buf; control
- * characters come back as '?' (every string attest reads is a name that goes into messages). */
-attest_status attest_cf_read_attr_string(hid_t loc, const char *where, const char *name,
-                                         char *buf, size_t cap) ATTEST_MUST_CHECK;
-
-attest_status attest_cf_write_attr_int(hid_t loc, const char *where, const char *name, int64_t v)
-    ATTEST_MUST_CHECK;
-attest_status attest_cf_write_attr_u64(hid_t loc, const char *where, const char *name,
-                                       uint64_t v) ATTEST_MUST_CHECK;
-attest_status attest_cf_write_attr_double(hid_t loc, const char *where, const char *name,
-                                          double v) ATTEST_MUST_CHECK;
-/* Writes a variable-length UTF-8 string (what h5py writes and reads back as str). */
-attest_status attest_cf_write_attr_string(hid_t loc, const char *where, const char *name,
-                                          const char *v) ATTEST_MUST_CHECK;
 
 /* Datasets --------------------------------------------------------------------------------- */
 

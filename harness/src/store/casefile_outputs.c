@@ -12,14 +12,14 @@ attest_status attest_casefile_load_output(const char *path, const char *group, c
     if (!out || !path || !name)
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_load_output: NULL argument");
     memset(out, 0, sizeof *out);
-    attest_cf_quiet q;
-    attest_cf_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     char where[600];
     attest_cf_prefix(where, sizeof where, path, group);
     hid_t fid = H5I_INVALID_HID, g = H5I_INVALID_HID, d = H5I_INVALID_HID;
     attest_status st = attest_cf_open_read(path, &fid);
     if (st == ATTEST_OK) st = attest_cf_open_group(fid, path, group, &g);
-    if (st == ATTEST_OK && !attest_cf_link_exists(g, name))
+    if (st == ATTEST_OK && !attest_h5_link_exists(g, name))
         st = attest_fail(ATTEST_ERR_NOT_FOUND, "%s%s: no such dataset", where, name);
     if (st == ATTEST_OK) {
         d = H5Dopen2(g, name, H5P_DEFAULT);
@@ -70,7 +70,7 @@ attest_status attest_casefile_load_output(const char *path, const char *group, c
     if (d >= 0) H5Dclose(d);
     if (g >= 0) H5Oclose(g);
     if (fid >= 0) H5Fclose(fid);
-    attest_cf_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     return st;
 }
 
@@ -138,18 +138,18 @@ attest_status attest_tensorfile_create(const char *path, attest_tensorfile **out
     attest_tensorfile *f = calloc(1, sizeof *f);
     if (!f) return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "%s: cannot allocate a tensor file", path);
     snprintf(f->path, sizeof f->path, "%s", path);
-    attest_cf_quiet q;
-    attest_cf_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     f->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     attest_status st = ATTEST_OK;
     if (f->file < 0) {
         char detail[200];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         st = attest_fail(ATTEST_ERR_IO, "%s: cannot create: %s", path, detail);
         free(f);
         f = NULL;
     }
-    attest_cf_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     *out = f;
     return st;
 }
@@ -179,8 +179,8 @@ typedef struct tf_item {
 
 static attest_status tf_put(attest_tensorfile *f, const char *group, const tf_item *it)
 {
-    attest_cf_quiet q;
-    attest_cf_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     char where[600];
     hid_t g;
     attest_status st = tf_group(f, group, where, sizeof where, &g);
@@ -189,12 +189,12 @@ static attest_status tf_put(attest_tensorfile *f, const char *group, const tf_it
         if (it->kind == TF_TENSOR)
             st = attest_cf_dset_write(g, where, t->name, t->dtype, t->rank, t->shape, t->data, 0);
         else if (it->kind == TF_STRING)
-            st = attest_cf_write_attr_string(g, where, it->key, it->text);
+            st = attest_h5_write_attr_string(g, where, it->key, it->text);
         else
-            st = attest_cf_write_attr_int(g, where, it->key, it->number);
+            st = attest_h5_write_attr_int(g, where, it->key, it->number);
         H5Gclose(g);
     }
-    attest_cf_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     return st;
 }
 
@@ -228,15 +228,15 @@ attest_status attest_tensorfile_set_int(attest_tensorfile *f, const char *group,
 attest_status attest_tensorfile_close(attest_tensorfile *f)
 {
     if (!f) return ATTEST_OK;
-    attest_cf_quiet q;
-    attest_cf_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     attest_status st = ATTEST_OK;
     if (H5Fclose(f->file) < 0) {
         char detail[200];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         st = attest_fail(ATTEST_ERR_IO, "%s: cannot close (disk full?): %s", f->path, detail);
     }
-    attest_cf_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     free(f);
     return st;
 }

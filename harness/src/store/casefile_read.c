@@ -33,8 +33,8 @@ unsigned long long attest_casefile_max_bytes(void)
 attest_status attest_cf_case_kind(hid_t loc, const char *where, int *is_case, attest_kernel *kernel)
 {
     char kind[64] = "", kern[64] = "";
-    int has_kind = attest_cf_attr_exists(loc, "kind");
-    int has_kernel = attest_cf_attr_exists(loc, "kernel");
+    int has_kind = attest_h5_attr_exists(loc, "kind");
+    int has_kernel = attest_h5_attr_exists(loc, "kernel");
     *is_case = 0;
     if (has_kind < 0 || has_kernel < 0)
         return attest_fail(ATTEST_ERR_FORMAT, "%skind: attributes cannot be listed", where);
@@ -42,9 +42,11 @@ attest_status attest_cf_case_kind(hid_t loc, const char *where, int *is_case, at
     /* A results file's /provenance group names its campaign's "kernel" too: without "kind" (which
      * every case file and oracle group has) a group is a case only if it holds a cache. */
     if (!has_kind && H5Lexists(loc, "cache_bytes", H5P_DEFAULT) <= 0) return ATTEST_OK;
-    if (has_kind) ATTEST_FORWARD(attest_cf_read_attr_string(loc, where, "kind", kind, sizeof kind));
+    if (has_kind) ATTEST_FORWARD(attest_h5_read_attr_string(loc, where, "kind", kind, sizeof kind,
+                                                             ATTEST_H5_ONE_LINE));
     if (has_kernel)
-        ATTEST_FORWARD(attest_cf_read_attr_string(loc, where, "kernel", kern, sizeof kern));
+        ATTEST_FORWARD(attest_h5_read_attr_string(loc, where, "kernel", kern, sizeof kern,
+                                                  ATTEST_H5_ONE_LINE));
     if (has_kind && has_kernel && strcmp(kind, kern))
         return attest_fail(ATTEST_ERR_FORMAT, "%skernel: '%s' disagrees with kind '%s'", where,
                            kern, kind);
@@ -66,12 +68,12 @@ typedef struct reader {
 
 static int has_attr(const reader *r, const char *name)
 {
-    return attest_cf_attr_exists(r->loc, name) == 1;
+    return attest_h5_attr_exists(r->loc, name) == 1;
 }
 
 static int has_dset(const reader *r, const char *name)
 {
-    return attest_cf_link_exists(r->loc, name) == 1;
+    return attest_h5_link_exists(r->loc, name) == 1;
 }
 
 static attest_status get_i64(const reader *r, const char *name, int required, int64_t def,
@@ -84,7 +86,7 @@ static attest_status get_i64(const reader *r, const char *name, int required, in
         *v = def;
         return ATTEST_OK;
     }
-    return attest_cf_read_attr_int(r->loc, r->where, name, v);
+    return attest_h5_read_attr_int(r->loc, r->where, name, v);
 }
 
 static attest_status get_i32(const reader *r, const char *name, int required, int32_t def,
@@ -109,7 +111,7 @@ static attest_status get_flag(const reader *r, const char *flag, const char *dse
         return ATTEST_OK;
     }
     int64_t x;
-    ATTEST_FORWARD(attest_cf_read_attr_int(r->loc, r->where, flag, &x));
+    ATTEST_FORWARD(attest_h5_read_attr_int(r->loc, r->where, flag, &x));
     if (x != 0 && x != 1)
         return attest_fail(ATTEST_ERR_FORMAT, "%s%s: %lld, expected 0 or 1", r->where, flag,
                            (long long)x);
@@ -130,7 +132,8 @@ static attest_status get_enum(const reader *r, const attest_param_field *f, int 
         return ATTEST_OK;
     }
     char s[64];
-    ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, f->attr, s, sizeof s));
+    ATTEST_FORWARD(attest_h5_read_attr_string(r->loc, r->where, f->attr, s, sizeof s,
+                                              ATTEST_H5_ONE_LINE));
     char expected[160] = "";
     size_t used = 0;
     for (int i = 0; i < f->num_values; i++) {
@@ -151,7 +154,7 @@ static attest_status check_fixed(const reader *r, const char *name, int64_t want
 {
     if (!has_attr(r, name)) return ATTEST_OK;
     int64_t x;
-    ATTEST_FORWARD(attest_cf_read_attr_int(r->loc, r->where, name, &x));
+    ATTEST_FORWARD(attest_h5_read_attr_int(r->loc, r->where, name, &x));
     if (x != want)
         return attest_fail(ATTEST_ERR_FORMAT, "%s%s: %lld, the c4-indexer layout fixes it at %lld",
                            r->where, name, (long long)x, (long long)want);
@@ -185,7 +188,8 @@ static attest_status get_layout(const reader *r, const attest_param_field *f, at
     if (!has_attr(r, f->attr))
         return attest_fail(ATTEST_ERR_FORMAT, "%s%s: required attribute is missing", r->where,
                            f->attr);
-    ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, f->attr, s, sizeof s));
+    ATTEST_FORWARD(attest_h5_read_attr_string(r->loc, r->where, f->attr, s, sizeof s,
+                                              ATTEST_H5_ONE_LINE));
     if (attest_layout_from_name(s, id) != ATTEST_OK ||
         (*id != ATTEST_LAYOUT_MLA_V4 && *id != ATTEST_LAYOUT_MLA_V32))
         return attest_fail(ATTEST_ERR_FORMAT, "%s%s: '%s', expected mla-v4 or mla-v32", r->where,
@@ -206,7 +210,8 @@ static attest_status read_field(const reader *r, const attest_param_field *f, at
         if (!has_attr(r, f->attr)) return ATTEST_OK;
         char s[64];
         const char *want = attest_layout_name((attest_layout_id)f->fallback);
-        ATTEST_FORWARD(attest_cf_read_attr_string(r->loc, r->where, f->attr, s, sizeof s));
+        ATTEST_FORWARD(attest_h5_read_attr_string(r->loc, r->where, f->attr, s, sizeof s,
+                                              ATTEST_H5_ONE_LINE));
         if (strcmp(s, want))
             return attest_fail(ATTEST_ERR_FORMAT, "%s%s: '%s', an %s case uses %s", r->where,
                                f->attr, s, attest_kernel_name(c->kernel), want);
@@ -234,7 +239,7 @@ static attest_status read_field(const reader *r, const attest_param_field *f, at
         const int32_t d_qk = c->params.mla.d_qk;
         double v = d_qk > 0 ? 1.0 / sqrt((double)d_qk) : 0.0;
         if (has_attr(r, f->attr))
-            ATTEST_FORWARD(attest_cf_read_attr_double(r->loc, r->where, f->attr, &v));
+            ATTEST_FORWARD(attest_h5_read_attr_double(r->loc, r->where, f->attr, &v));
         if (!(v > 0.0 && v < 1e30))
             return attest_fail(ATTEST_ERR_FORMAT, "%s%s: %g must be positive and finite",
                                r->where, f->attr, v);
@@ -448,7 +453,7 @@ static attest_status check_dataset(const attest_case *c, hid_t loc, const char *
                                    const attest_tensor *t, hid_t *out, attest_cf_dset_info *info)
 {
     *out = H5I_INVALID_HID;
-    if (!attest_cf_link_exists(loc, t->name))
+    if (!attest_h5_link_exists(loc, t->name))
         return attest_fail(ATTEST_ERR_FORMAT, "%s%s: required dataset is missing", where, t->name);
     hid_t d = H5Dopen2(loc, t->name, H5P_DEFAULT);
     if (d < 0) {
@@ -495,7 +500,7 @@ attest_status attest_cf_read_case(hid_t loc, const char *where, attest_case *out
         return attest_fail(ATTEST_ERR_FORMAT,
                            "%sattest_schema_version: %lld, this attest reads versions 1 to %d",
                            where, (long long)version, ATTEST_CASEFILE_SCHEMA_VERSION);
-    if (has_attr(&r, "seed")) ATTEST_FORWARD(attest_cf_read_attr_u64(loc, where, "seed", &c.seed));
+    if (has_attr(&r, "seed")) ATTEST_FORWARD(attest_h5_read_attr_u64(loc, where, "seed", &c.seed));
     int truth = 0;
     ATTEST_FORWARD(read_params(&r, &c, &truth));
     if (attest_case_define_tensors(&c, truth) != ATTEST_OK)
@@ -540,8 +545,8 @@ attest_status attest_casefile_load(const char *path, const char *group, attest_c
     if (!out) return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_load: NULL case");
     memset(out, 0, sizeof *out);
     if (!path) return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_load: NULL path");
-    attest_cf_quiet q;
-    attest_cf_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     hid_t fid = H5I_INVALID_HID, g = H5I_INVALID_HID;
     attest_status st = attest_cf_open_read(path, &fid);
     if (st == ATTEST_OK) st = attest_cf_open_group(fid, path, group, &g);
@@ -552,7 +557,7 @@ attest_status attest_casefile_load(const char *path, const char *group, attest_c
     }
     if (g >= 0) H5Oclose(g);
     if (fid >= 0) H5Fclose(fid);
-    attest_cf_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     return st;
 }
 
@@ -610,8 +615,8 @@ attest_status attest_casefile_list_groups(const char *path, attest_casefile_grou
 {
     if (!path || !fn)
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_list_groups: NULL argument");
-    attest_cf_quiet q;
-    attest_cf_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     hid_t fid = H5I_INVALID_HID, root = H5I_INVALID_HID;
     attest_status st = attest_cf_open_read(path, &fid);
     if (st == ATTEST_OK) st = attest_cf_open_group(fid, path, NULL, &root);
@@ -634,7 +639,7 @@ attest_status attest_casefile_list_groups(const char *path, attest_casefile_grou
                          "%s: kind: no case in this file (no group has a 'kind' attribute)", path);
     if (root >= 0) H5Oclose(root);
     if (fid >= 0) H5Fclose(fid);
-    attest_cf_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     return st;
 }
 
@@ -643,9 +648,9 @@ attest_status attest_casefile_read_at(hid_t loc, const char *label, attest_case 
     if (!out) return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_read_at: NULL case");
     char where[600];
     snprintf(where, sizeof where, "%s/", label ? label : "");
-    attest_cf_quiet q;
-    attest_cf_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     attest_status st = attest_cf_read_case(loc, where, out);
-    attest_cf_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     return st;
 }

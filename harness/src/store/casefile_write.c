@@ -30,17 +30,17 @@ typedef struct attr_writer {
 
 static void w_int(attr_writer *w, const char *name, int64_t v)
 {
-    if (w->st == ATTEST_OK) w->st = attest_cf_write_attr_int(w->loc, w->where, name, v);
+    if (w->st == ATTEST_OK) w->st = attest_h5_write_attr_int(w->loc, w->where, name, v);
 }
 
 static void w_str(attr_writer *w, const char *name, const char *v)
 {
-    if (w->st == ATTEST_OK) w->st = attest_cf_write_attr_string(w->loc, w->where, name, v);
+    if (w->st == ATTEST_OK) w->st = attest_h5_write_attr_string(w->loc, w->where, name, v);
 }
 
 static void w_double(attr_writer *w, const char *name, double v)
 {
-    if (w->st == ATTEST_OK) w->st = attest_cf_write_attr_double(w->loc, w->where, name, v);
+    if (w->st == ATTEST_OK) w->st = attest_h5_write_attr_double(w->loc, w->where, name, v);
 }
 
 /* The parameters, one attribute per field of the family's table (case.h). */
@@ -130,7 +130,7 @@ attest_status attest_cf_write_case(hid_t loc, const char *where, const attest_ca
     w_int(&w, "attest_schema_version", ATTEST_CASEFILE_SCHEMA_VERSION);
     w_str(&w, "kind", kernel);
     w_str(&w, "kernel", kernel);
-    if (w.st == ATTEST_OK) w.st = attest_cf_write_attr_u64(loc, where, "seed", c->seed);
+    if (w.st == ATTEST_OK) w.st = attest_h5_write_attr_u64(loc, where, "seed", c->seed);
     w_str(&w, "params", params);
     if (x && x->note) w_str(&w, "note", x->note);
     if (x && x->replay) w_str(&w, "replay", x->replay);
@@ -155,7 +155,7 @@ attest_status attest_cf_write_case(hid_t loc, const char *where, const attest_ca
         ATTEST_FORWARD(attest_cf_require_group(loc, where, "candidate", &g));
         attest_status st = ATTEST_OK;
         if (x->candidate_name)
-            st = attest_cf_write_attr_string(g, where, "candidate", x->candidate_name);
+            st = attest_h5_write_attr_string(g, where, "candidate", x->candidate_name);
         H5Gclose(g);
         ATTEST_FORWARD(st);
     }
@@ -183,7 +183,7 @@ static attest_status open_for_append(const char *path, hid_t fapl, hid_t *fid)
         *fid = H5Fopen(path, H5F_ACC_RDWR, fapl);
         if (*fid < 0) {
             char detail[200];
-            attest_cf_h5_detail(detail, sizeof detail);
+            attest_h5_detail(detail, sizeof detail);
             return attest_fail(ATTEST_ERR_IO, "%s: cannot open for writing: %s", path, detail);
         }
         return ATTEST_OK;
@@ -191,7 +191,7 @@ static attest_status open_for_append(const char *path, hid_t fapl, hid_t *fid)
     *fid = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
     if (*fid < 0) {
         char detail[200];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         return attest_fail(ATTEST_ERR_IO, "%s: cannot create: %s", path, detail);
     }
     return ATTEST_OK;
@@ -202,8 +202,8 @@ attest_status attest_casefile_save(const char *path, const char *group, const at
 {
     if (!path || !c)
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_save: NULL argument");
-    attest_cf_quiet q;
-    attest_cf_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     int root = attest_cf_is_root(group);
     const char *gname = root ? NULL : (group[0] == '/' ? group + 1 : group);
     char where[600];
@@ -220,7 +220,7 @@ attest_status attest_casefile_save(const char *path, const char *group, const at
         fid = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
         if (fid < 0) {
             char detail[200];
-            attest_cf_h5_detail(detail, sizeof detail);
+            attest_h5_detail(detail, sizeof detail);
             st = attest_fail(ATTEST_ERR_IO, "%s: cannot create: %s", path, detail);
             goto out;
         }
@@ -232,7 +232,7 @@ attest_status attest_casefile_save(const char *path, const char *group, const at
     } else {
         st = open_for_append(path, fapl, &fid);
         if (st != ATTEST_OK) goto out;
-        if (attest_cf_link_exists(fid, gname)) {
+        if (attest_h5_link_exists(fid, gname)) {
             st = attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s: group '%s' already exists", path,
                              gname);
             goto out;
@@ -247,13 +247,13 @@ out:
     if (st != ATTEST_OK && created_group && fid >= 0) (void)H5Ldelete(fid, gname, H5P_DEFAULT);
     if (fid >= 0 && H5Fclose(fid) < 0 && st == ATTEST_OK) {
         char detail[200];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         st = attest_fail(ATTEST_ERR_IO, "%s: cannot close (disk full?): %s", path, detail);
     }
     if (fapl >= 0) H5Pclose(fapl);
     /* A half-written new file is worse than none. */
     if (st != ATTEST_OK && root && fid >= 0) (void)remove(path);
-    attest_cf_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     return st;
 }
 
@@ -263,9 +263,9 @@ attest_status attest_casefile_write_at(hid_t loc, const char *label, const attes
     if (!c) return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "attest_casefile_write_at: NULL case");
     char where[600];
     snprintf(where, sizeof where, "%s/", label ? label : "");
-    attest_cf_quiet q;
-    attest_cf_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     attest_status st = attest_cf_write_case(loc, where, c, extras);
-    attest_cf_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     return st;
 }

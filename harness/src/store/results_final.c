@@ -204,11 +204,11 @@ static attest_status copy_rows(hid_t src, hid_t dst, hid_t file_type, const char
     hid_t space = H5Dget_space(src);
     hssize_t n = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
     if (space >= 0) H5Sclose(space);
-    if (n < 0) return attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot read the size of the cases table");
+    if (n < 0) return attest_h5_fail(ATTEST_ERR_IO, path, "cannot read the size of the cases table");
     hsize_t total = (hsize_t)n;
     if (total == 0) return ATTEST_OK;
     if (H5Dset_extent(dst, &total) < 0)
-        return attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot size the final cases table");
+        return attest_h5_fail(ATTEST_ERR_IO, path, "cannot size the final cases table");
     void *buf = malloc(COPY_BLOCK_ROWS * H5Tget_size(file_type));
     ATTEST_RETURN_IF(!buf, ATTEST_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     attest_status st = ATTEST_OK;
@@ -221,7 +221,7 @@ static attest_status copy_rows(hid_t src, hid_t dst, hid_t file_type, const char
             H5Sselect_hyperslab(fs_dst, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
             H5Dread(src, file_type, ms, fs_src, H5P_DEFAULT, buf) < 0 ||
             H5Dwrite(dst, file_type, ms, fs_dst, H5P_DEFAULT, buf) < 0)
-            st = attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot copy rows into the final file");
+            st = attest_h5_fail(ATTEST_ERR_IO, path, "cannot copy rows into the final file");
         if (ms >= 0) H5Sclose(ms);
         if (fs_src >= 0) H5Sclose(fs_src);
         if (fs_dst >= 0) H5Sclose(fs_dst);
@@ -234,7 +234,7 @@ static attest_status copy_rows(hid_t src, hid_t dst, hid_t file_type, const char
 static attest_status copy_repros(hid_t final, const attest_results_final_spec *s)
 {
     hid_t g = H5Gcreate2(final, ATTEST_RESULTS_REPRO_GROUP, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return attest_results_h5_fail(ATTEST_ERR_IO, s->path, "cannot create group repro");
+    if (g < 0) return attest_h5_fail(ATTEST_ERR_IO, s->path, "cannot create group repro");
     attest_status st = ATTEST_OK;
     for (size_t i = 0; i < s->num_repros && st == ATTEST_OK; i++) {
         char file[PATH_MAX], name[32];
@@ -243,16 +243,16 @@ static attest_status copy_repros(hid_t final, const attest_results_final_spec *s
         snprintf(name, sizeof name, "%llu", (unsigned long long)s->repro_ids[i]);
         hid_t src = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
         if (src < 0) {
-            st = attest_results_h5_fail(ATTEST_ERR_IO, file, "cannot open repro");
+            st = attest_h5_fail(ATTEST_ERR_IO, file, "cannot open repro");
             break;
         }
         if (H5Ocopy(src, "/", g, name, H5P_DEFAULT, H5P_DEFAULT) < 0)
-            st = attest_results_h5_fail(ATTEST_ERR_IO, file, "cannot copy repro into the results file");
+            st = attest_h5_fail(ATTEST_ERR_IO, file, "cannot copy repro into the results file");
         if (H5Fclose(src) < 0 && st == ATTEST_OK)
-            st = attest_results_h5_fail(ATTEST_ERR_IO, file, "cannot close repro");
+            st = attest_h5_fail(ATTEST_ERR_IO, file, "cannot close repro");
     }
     if (H5Gclose(g) < 0 && st == ATTEST_OK)
-        st = attest_results_h5_fail(ATTEST_ERR_IO, s->path, "cannot close group repro");
+        st = attest_h5_fail(ATTEST_ERR_IO, s->path, "cannot close group repro");
     return st;
 }
 
@@ -278,13 +278,13 @@ attest_status attest_results_build_final(const attest_results_final_spec *s)
     if (live >= 0) live_cases = H5Dopen2(live, ATTEST_RESULTS_CASES, dapl);
     if (dapl >= 0) H5Pclose(dapl);
     if (live < 0 || live_cases < 0) {
-        st = attest_results_h5_fail(ATTEST_ERR_IO, s->path, "cannot reopen to finish");
+        st = attest_h5_fail(ATTEST_ERR_IO, s->path, "cannot reopen to finish");
         goto out;
     }
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 ||
         (final = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0) {
-        st = attest_results_h5_fail(ATTEST_ERR_IO, tmp, "cannot create");
+        st = attest_h5_fail(ATTEST_ERR_IO, tmp, "cannot create");
         goto out;
     }
     st = attest_results_write_provenance(final, s->path, s->prov, s->policy_text, s->state,
@@ -296,9 +296,9 @@ attest_status attest_results_build_final(const attest_results_final_spec *s)
     if (st == ATTEST_OK) st = copy_rows(live_cases, final_cases, file_type, s->path);
     if (st == ATTEST_OK) st = copy_repros(final, s);
     if (final_cases >= 0 && H5Dclose(final_cases) < 0 && st == ATTEST_OK)
-        st = attest_results_h5_fail(ATTEST_ERR_IO, tmp, "cannot close the cases table");
+        st = attest_h5_fail(ATTEST_ERR_IO, tmp, "cannot close the cases table");
     final_cases = H5I_INVALID_HID;
-    if (H5Fclose(final) < 0 && st == ATTEST_OK) st = attest_results_h5_fail(ATTEST_ERR_IO, tmp, "cannot close");
+    if (H5Fclose(final) < 0 && st == ATTEST_OK) st = attest_h5_fail(ATTEST_ERR_IO, tmp, "cannot close");
     final = H5I_INVALID_HID;
     if (st == ATTEST_OK && s->fsync) {
         int fd = open(tmp, O_RDONLY);

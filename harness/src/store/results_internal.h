@@ -13,6 +13,7 @@
 #include "attest/record.h"
 #include "attest/results.h"
 #include "attest/status.h"
+#include "h5.h"
 
 /* One table row in memory: the record plus the derived columns that make the file readable
  * without attest (names next to numbers) and the repro flag. */
@@ -55,43 +56,8 @@ size_t attest_results_num_fields(void);
 /* Suffix of the live table's external raw file (results.h has it too). */
 #define ATTEST_RESULTS_ROWS_SUFFIX ".rows"
 
-/* HDF5 prints its error stack on stderr by default; attest calls must not. */
-typedef struct attest_results_quiet {
-    H5E_auto2_t func;
-    void *data;
-    int saved;
-} attest_results_quiet;
-
-void attest_results_quiet_begin(attest_results_quiet *q);
-void attest_results_quiet_end(const attest_results_quiet *q);
-
-/* Copies the innermost message of HDF5's error stack into buf ("" when empty) and clears it. */
-void attest_results_h5_detail(char *buf, size_t cap);
-
-/* Records "path: what: <HDF5's message>" with attest_fail and returns st. Call it before any
- * other HDF5 call: a successful call clears HDF5's error stack. */
-attest_status attest_results_h5_fail(attest_status st, const char *path, const char *what);
-
-/* Variable-length UTF-8 string attributes (h5py reads them as str). */
-attest_status attest_results_write_str_attr(hid_t loc, const char *path, const char *name,
-                                            const char *value) ATTEST_MUST_CHECK;
-attest_status attest_results_write_i64_attr(hid_t loc, const char *path, const char *name,
-                                            int64_t value) ATTEST_MUST_CHECK;
-attest_status attest_results_write_u64_attr(hid_t loc, const char *path, const char *name,
-                                            uint64_t value) ATTEST_MUST_CHECK;
-attest_status attest_results_write_f64_attr(hid_t loc, const char *path, const char *name,
-                                            double value) ATTEST_MUST_CHECK;
-/* Reads a string attribute (variable or fixed length) into buf; ATTEST_ERR_NOT_FOUND if absent. */
-attest_status attest_results_read_str_attr(hid_t loc, const char *path, const char *name,
-                                           char *buf, size_t cap) ATTEST_MUST_CHECK;
-/* Reads an integer attribute of any integer type; ATTEST_ERR_NOT_FOUND if absent. */
-attest_status attest_results_read_i64_attr(hid_t loc, const char *path, const char *name,
-                                           int64_t *value) ATTEST_MUST_CHECK;
-attest_status attest_results_read_u64_attr(hid_t loc, const char *path, const char *name,
-                                           uint64_t *value) ATTEST_MUST_CHECK;
-/* Reads a float or integer attribute as a double; ATTEST_ERR_NOT_FOUND if absent. */
-attest_status attest_results_read_f64_attr(hid_t loc, const char *path, const char *name,
-                                           double *value) ATTEST_MUST_CHECK;
+/* Room for the "path: " prefix of attribute messages (h5.h). */
+#define ATTEST_RESULTS_WHERE_MAX 4200
 
 /* The sibling repro directory of a results file, and the repro file of a case in it. */
 attest_status attest_results_repro_dir(const char *results_path, char *buf, size_t cap)

@@ -38,11 +38,13 @@ attest_status attest_results_write_provenance(hid_t file, const char *path,
                                               const char *policy_text, const char *state,
                                               const char *end_time, double duration_s)
 {
-    ATTEST_FORWARD(attest_results_write_str_attr(file, path, "format", ATTEST_RESULTS_FORMAT_NAME));
+    char where[ATTEST_RESULTS_WHERE_MAX];
+    snprintf(where, sizeof where, "%s: ", path);
+    ATTEST_FORWARD(attest_h5_write_attr_string(file, where, "format", ATTEST_RESULTS_FORMAT_NAME));
     ATTEST_FORWARD(
-        attest_results_write_i64_attr(file, path, "schema_version", ATTEST_RESULTS_SCHEMA_VERSION));
+        attest_h5_write_attr_int(file, where, "schema_version", ATTEST_RESULTS_SCHEMA_VERSION));
     hid_t g = H5Gcreate2(file, ATTEST_RESULTS_PROVENANCE, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot create group provenance");
+    if (g < 0) return attest_h5_fail(ATTEST_ERR_IO, path, "cannot create group provenance");
     const struct {
         const char *name, *value;
     } strs[] = {
@@ -57,12 +59,12 @@ attest_status attest_results_write_provenance(hid_t file, const char *path,
     };
     attest_status st = ATTEST_OK;
     for (size_t i = 0; i < sizeof strs / sizeof strs[0] && st == ATTEST_OK; i++)
-        st = attest_results_write_str_attr(g, path, strs[i].name, strs[i].value);
-    if (st == ATTEST_OK) st = attest_results_write_u64_attr(g, path, "seed", p->seed);
+        st = attest_h5_write_attr_string(g, where, strs[i].name, strs[i].value);
+    if (st == ATTEST_OK) st = attest_h5_write_attr_u64(g, where, "seed", p->seed);
     if (st == ATTEST_OK)
-        st = attest_results_write_u64_attr(g, path, "cases_planned", p->cases_planned);
+        st = attest_h5_write_attr_u64(g, where, "cases_planned", p->cases_planned);
     if (st == ATTEST_OK)
-        st = attest_results_write_f64_attr(g, path, "duration_seconds", duration_s);
+        st = attest_h5_write_attr_double(g, where, "duration_seconds", duration_s);
     if (st == ATTEST_OK) {
         /* The policy text can exceed an attribute's 64 KiB: a scalar string dataset. */
         const char *text = policy_text ? policy_text : "";
@@ -74,14 +76,14 @@ attest_status attest_results_write_provenance(hid_t file, const char *path,
             (d = H5Dcreate2(g, ATTEST_RESULTS_POLICY_TEXT, t, s, H5P_DEFAULT, H5P_DEFAULT,
                             H5P_DEFAULT)) < 0 ||
             H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, text) < 0)
-            st = attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot write provenance/policy_text");
+            st = attest_h5_fail(ATTEST_ERR_IO, path, "cannot write provenance/policy_text");
         if (d >= 0 && H5Dclose(d) < 0 && st == ATTEST_OK)
-            st = attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot close provenance/policy_text");
+            st = attest_h5_fail(ATTEST_ERR_IO, path, "cannot close provenance/policy_text");
         if (s >= 0) H5Sclose(s);
         if (t >= 0) H5Tclose(t);
     }
     if (H5Gclose(g) < 0 && st == ATTEST_OK)
-        st = attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot close group provenance");
+        st = attest_h5_fail(ATTEST_ERR_IO, path, "cannot close group provenance");
     return st;
 }
 
@@ -114,7 +116,7 @@ attest_status attest_results_create_table(hid_t file, const char *path, hid_t fi
               (deflate >= 0 &&
                (H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, (unsigned)deflate) < 0));
     if (bad) {
-        st = attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot set up the cases table");
+        st = attest_h5_fail(ATTEST_ERR_IO, path, "cannot set up the cases table");
         goto out;
     }
     /* The raw file is named relative to the results file (external storage resolves against
@@ -125,10 +127,11 @@ attest_status attest_results_create_table(hid_t file, const char *path, hid_t fi
                                  dapl);
     if (dapl >= 0) H5Pclose(dapl);
     if (*out < 0) {
-        st = attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot create the cases table");
+        st = attest_h5_fail(ATTEST_ERR_IO, path, "cannot create the cases table");
         goto out;
     }
-    char legend[512];
+    char legend[512], where[ATTEST_RESULTS_WHERE_MAX];
+    snprintf(where, sizeof where, "%s: ", path);
     size_t used = 0;
     legend[0] = '\0';
     for (int v = 0; v < ATTEST_VERDICT_COUNT_; v++) {
@@ -136,7 +139,7 @@ attest_status attest_results_create_table(hid_t file, const char *path, hid_t fi
                          attest_verdict_name((attest_verdict)v));
         if (n > 0 && (size_t)n < sizeof legend - used) used += (size_t)n;
     }
-    st = attest_results_write_str_attr(*out, path, "verdict_values", legend);
+    st = attest_h5_write_attr_string(*out, where, "verdict_values", legend);
     used = 0;
     legend[0] = '\0';
     for (int g = 0; g < ATTEST_GATE_COUNT_; g++) {
@@ -144,14 +147,18 @@ attest_status attest_results_create_table(hid_t file, const char *path, hid_t fi
                          attest_gate_name((attest_gate)g));
         if (n > 0 && (size_t)n < sizeof legend - used) used += (size_t)n;
     }
-    if (st == ATTEST_OK) st = attest_results_write_str_attr(*out, path, "gate_bits", legend);
+    if (st == ATTEST_OK) st = attest_h5_write_attr_string(*out, where, "gate_bits", legend);
+    used = 0;
+    legend[0] = '\0';
+    for (unsigned b = 0; b < ATTEST_INTEGRITY_COUNT_; b++) {
+        int n = snprintf(legend + used, sizeof legend - used, "%s%u=%s", b ? "," : "", b,
+                         attest_integrity_name(b));
+        if (n > 0 && (size_t)n < sizeof legend - used) used += (size_t)n;
+    }
+    if (st == ATTEST_OK) st = attest_h5_write_attr_string(*out, where, "integrity_bits", legend);
     if (st == ATTEST_OK)
-        st = attest_results_write_str_attr(*out, path, "integrity_bits",
-                                           "0=canary,1=input_modified,2=nondeterminism,"
-                                           "3=candidate_error");
-    if (st == ATTEST_OK)
-        st = attest_results_write_str_attr(*out, path, "repro_values",
-                                           "0=none,1=stored in repro/<case_id>,2=skipped (limit)");
+        st = attest_h5_write_attr_string(*out, where, "repro_values",
+                                         "0=none,1=stored in repro/<case_id>,2=skipped (limit)");
 out:
     if (st != ATTEST_OK && *out >= 0) {
         H5Dclose(*out);

@@ -31,7 +31,9 @@ struct attest_results_reader {
 /* Reads an optional string attribute: absent gives "". */
 static attest_status opt_str(hid_t loc, const char *path, const char *name, char *buf, size_t cap)
 {
-    attest_status st = attest_results_read_str_attr(loc, path, name, buf, cap);
+    char where[ATTEST_RESULTS_WHERE_MAX];
+    snprintf(where, sizeof where, "%s: ", path);
+    attest_status st = attest_h5_read_attr_string(loc, where, name, buf, cap, 0);
     if (st == ATTEST_ERR_NOT_FOUND) {
         buf[0] = '\0';
         attest_clear_error();
@@ -71,7 +73,7 @@ static attest_status read_policy_text(attest_results_reader *r, hid_t g)
     }
     if (mt < 0 || H5Tset_size(mt, n + 1) < 0 || H5Tset_cset(mt, H5Tget_cset(ft)) < 0 ||
         H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, r->policy_text) < 0)
-        st = attest_results_h5_fail(ATTEST_ERR_IO, r->path, "cannot read provenance/policy_text");
+        st = attest_h5_fail(ATTEST_ERR_IO, r->path, "cannot read provenance/policy_text");
 out:
     if (mt >= 0) H5Tclose(mt);
     if (ft >= 0) H5Tclose(ft);
@@ -81,22 +83,23 @@ out:
 
 static attest_status read_provenance(attest_results_reader *r)
 {
-    char format[64];
-    attest_status st = attest_results_read_str_attr(r->file, r->path, "format", format,
-                                                    sizeof format);
+    char format[64], where[ATTEST_RESULTS_WHERE_MAX];
+    snprintf(where, sizeof where, "%s: ", r->path);
+    attest_status st =
+        attest_h5_read_attr_string(r->file, where, "format", format, sizeof format, 0);
     if (st == ATTEST_ERR_NOT_FOUND || (st == ATTEST_OK && strcmp(format, ATTEST_RESULTS_FORMAT_NAME)))
         return attest_fail(ATTEST_ERR_FORMAT, "%s: not an attest results file (no format=\"%s\")",
                            r->path, ATTEST_RESULTS_FORMAT_NAME);
     ATTEST_FORWARD(st);
     int64_t version = 0;
-    ATTEST_FORWARD(attest_results_read_i64_attr(r->file, r->path, "schema_version", &version));
+    ATTEST_FORWARD(attest_h5_read_attr_int(r->file, where, "schema_version", &version));
     ATTEST_RETURN_IF(version < 1 || version > ATTEST_RESULTS_SCHEMA_VERSION, ATTEST_ERR_FORMAT,
                      "%s: results schema version %lld, this attest reads up to %d", r->path,
                      (long long)version, ATTEST_RESULTS_SCHEMA_VERSION);
     attest_results_provenance *p = &r->prov;
     p->schema_version = (int32_t)version;
     hid_t g = H5Gopen2(r->file, ATTEST_RESULTS_PROVENANCE, H5P_DEFAULT);
-    if (g < 0) return attest_results_h5_fail(ATTEST_ERR_FORMAT, r->path, "no provenance group");
+    if (g < 0) return attest_h5_fail(ATTEST_ERR_FORMAT, r->path, "no provenance group");
     const struct {
         const char *name;
         char *buf;
@@ -121,11 +124,11 @@ static attest_status read_provenance(attest_results_reader *r)
     };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0] && st == ATTEST_OK; i++)
         st = opt_str(g, r->path, strs[i].name, strs[i].buf, strs[i].cap);
-    if (st == ATTEST_OK) st = attest_results_read_u64_attr(g, r->path, "seed", &p->seed);
+    if (st == ATTEST_OK) st = attest_h5_read_attr_u64(g, where, "seed", &p->seed);
     if (st == ATTEST_OK)
-        st = attest_results_read_u64_attr(g, r->path, "cases_planned", &p->cases_planned);
+        st = attest_h5_read_attr_u64(g, where, "cases_planned", &p->cases_planned);
     if (st == ATTEST_OK) {
-        st = attest_results_read_f64_attr(g, r->path, "duration_seconds", &p->duration_s);
+        st = attest_h5_read_attr_double(g, where, "duration_seconds", &p->duration_s);
         if (st == ATTEST_ERR_NOT_FOUND) {
             p->duration_s = 0.0;
             attest_clear_error();
@@ -264,7 +267,7 @@ static attest_status open_table(attest_results_reader *r)
     ATTEST_RETURN_IF(dapl < 0, ATTEST_ERR_IO, "%s: cannot set up dataset access", r->path);
     r->cases = H5Dopen2(r->file, ATTEST_RESULTS_CASES, dapl);
     H5Pclose(dapl);
-    if (r->cases < 0) return attest_results_h5_fail(ATTEST_ERR_FORMAT, r->path, "no cases table");
+    if (r->cases < 0) return attest_h5_fail(ATTEST_ERR_FORMAT, r->path, "no cases table");
     hid_t space = H5Dget_space(r->cases);
     int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
     hssize_t n = rank == 1 ? H5Sget_simple_extent_npoints(space) : -1;
@@ -280,7 +283,7 @@ static attest_status open_table(attest_results_reader *r)
                      r->path);
     ATTEST_FORWARD(check_fields(r));
     hid_t dcpl = H5Dget_create_plist(r->cases);
-    if (dcpl < 0) return attest_results_h5_fail(ATTEST_ERR_FORMAT, r->path, "no table properties");
+    if (dcpl < 0) return attest_h5_fail(ATTEST_ERR_FORMAT, r->path, "no table properties");
     attest_status st = check_storage(r, dcpl, row_bytes);
     H5Pclose(dcpl);
     ATTEST_FORWARD(st);
@@ -311,10 +314,10 @@ static attest_status open_file(attest_results_reader *r)
         if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 ||
             (unlocked && H5Pset_file_locking(fapl, 0, 1) < 0)) {
             if (fapl >= 0) H5Pclose(fapl);
-            return attest_results_h5_fail(ATTEST_ERR_IO, r->path, "cannot set up file access");
+            return attest_h5_fail(ATTEST_ERR_IO, r->path, "cannot set up file access");
         }
         r->file = H5Fopen(r->path, H5F_ACC_RDONLY, fapl);
-        if (r->file < 0) attest_results_h5_detail(detail, sizeof detail);
+        if (r->file < 0) attest_h5_detail(detail, sizeof detail);
         H5Pclose(fapl);
         if (r->file >= 0) return ATTEST_OK;
         if (!strstr(detail, "lock")) break;
@@ -333,8 +336,8 @@ attest_status attest_results_open_read(const char *path, attest_results_reader *
     ATTEST_RETURN_IF(!r, ATTEST_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     r->file = r->cases = r->mem_type = H5I_INVALID_HID;
     snprintf(r->path, sizeof r->path, "%s", path);
-    attest_results_quiet q;
-    attest_results_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     attest_status st = ATTEST_OK;
     htri_t is = H5Fis_hdf5(path);
     if (is <= 0) {
@@ -345,7 +348,7 @@ attest_status attest_results_open_read(const char *path, attest_results_reader *
     }
     if (st == ATTEST_OK) st = read_provenance(r);
     if (st == ATTEST_OK) st = open_table(r);
-    attest_results_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     if (st != ATTEST_OK) {
         attest_results_close_read(r);
         return st;
@@ -395,8 +398,8 @@ static attest_status load_block(attest_results_reader *r, uint64_t index)
     if (index >= r->block_start && index < r->block_start + r->block_len) return ATTEST_OK;
     hsize_t start = index - index % READ_BLOCK_ROWS;
     hsize_t count = r->num_rows - start < READ_BLOCK_ROWS ? r->num_rows - start : READ_BLOCK_ROWS;
-    attest_results_quiet q;
-    attest_results_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     hid_t fs = H5Dget_space(r->cases);
     hid_t ms = H5Screate_simple(1, &count, NULL);
     attest_status st = ATTEST_OK;
@@ -406,7 +409,7 @@ static attest_status load_block(attest_results_reader *r, uint64_t index)
         char what[96];
         snprintf(what, sizeof what, "cannot read rows %llu..%llu", (unsigned long long)start,
                  (unsigned long long)(start + count - 1));
-        st = attest_results_h5_fail(ATTEST_ERR_IO, r->path, what);
+        st = attest_h5_fail(ATTEST_ERR_IO, r->path, what);
         r->block_len = 0;
     } else {
         r->block_start = start;
@@ -415,7 +418,7 @@ static attest_status load_block(attest_results_reader *r, uint64_t index)
     }
     if (fs >= 0) H5Sclose(fs);
     if (ms >= 0) H5Sclose(ms);
-    attest_results_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     return st;
 }
 
@@ -521,12 +524,12 @@ attest_status attest_results_repro_location(attest_results_reader *r, uint64_t c
                      (unsigned long long)rec.seed);
     char name[64];
     snprintf(name, sizeof name, ATTEST_RESULTS_REPRO_GROUP "/%llu", (unsigned long long)case_id);
-    attest_results_quiet q;
-    attest_results_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     htri_t in_file = H5Lexists(r->file, ATTEST_RESULTS_REPRO_GROUP, H5P_DEFAULT) > 0 &&
                      H5Lexists(r->file, name, H5P_DEFAULT) > 0;
     H5Eclear2(H5E_DEFAULT);
-    attest_results_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     if (in_file) {
         ATTEST_RETURN_IF((size_t)snprintf(path, path_cap, "%s", r->path) >= path_cap ||
                              (size_t)snprintf(group, group_cap, "%s", name) >= group_cap,

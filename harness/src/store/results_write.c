@@ -89,7 +89,7 @@ static attest_status check_superblock(attest_results_writer *w)
 {
     H5F_info2_t info;
     if (H5Fget_info2(w->file, &info) < 0)
-        return attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot read the superblock version");
+        return attest_h5_fail(ATTEST_ERR_IO, w->path, "cannot read the superblock version");
     if (info.super.version >= 3)
         return attest_fail(ATTEST_ERR_UNSUPPORTED,
                            "%s: cannot be made crash-safe: HDF5 %u.%u.%u wrote superblock version "
@@ -165,17 +165,17 @@ static attest_status open_live(attest_results_writer *w)
     if (fapl < 0 || H5Pset_fapl_sec2(fapl) < 0 ||
         H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18) < 0 ||
         H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
-        st = attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot set up file access");
+        st = attest_h5_fail(ATTEST_ERR_IO, w->path, "cannot set up file access");
         goto out;
     }
     w->file = H5Fcreate(w->live_tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (w->file < 0) {
-        st = attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot create");
+        st = attest_h5_fail(ATTEST_ERR_IO, w->path, "cannot create");
         goto out;
     }
     void *handle = NULL;
     if (H5Fget_vfd_handle(w->file, fapl, &handle) < 0 || !handle) {
-        st = attest_results_h5_fail(ATTEST_ERR_UNSUPPORTED, w->path,
+        st = attest_h5_fail(ATTEST_ERR_UNSUPPORTED, w->path,
                      "cannot be made crash-safe: no file descriptor from HDF5");
         goto out;
     }
@@ -192,7 +192,7 @@ static attest_status commit(attest_results_writer *w)
     if (w->buf_len > 0) {
         hsize_t start = w->flushed, count = w->buf_len, total = w->flushed + w->buf_len;
         if (H5Dset_extent(w->cases, &total) < 0)
-            return attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot extend the cases table");
+            return attest_h5_fail(ATTEST_ERR_IO, w->path, "cannot extend the cases table");
         hid_t fs = H5Dget_space(w->cases);
         hid_t ms = H5Screate_simple(1, &count, NULL);
         herr_t e = -1;
@@ -204,7 +204,7 @@ static attest_status commit(attest_results_writer *w)
             H5Tconvert(w->mem_type, w->file_type, w->buf_len, w->buf, w->bkg, H5P_DEFAULT) >= 0)
             e = H5Dwrite(w->cases, w->file_type, ms, fs, H5P_DEFAULT, w->buf);
         /* Take HDF5's message before the closes below clear its error stack. */
-        attest_status st = e < 0 ? attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot write rows (disk full?)")
+        attest_status st = e < 0 ? attest_h5_fail(ATTEST_ERR_IO, w->path, "cannot write rows (disk full?)")
                                  : ATTEST_OK;
         /* The extent must never cover rows that are not in the raw file: they would read
          * back as zeros. */
@@ -224,7 +224,7 @@ static attest_status commit(attest_results_writer *w)
         if (!ok) return attest_fail(ATTEST_ERR_IO, "%s: fsync: %s", w->rows_path, strerror(errno));
     }
     if (H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0)
-        return attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot flush (disk full?)");
+        return attest_h5_fail(ATTEST_ERR_IO, w->path, "cannot flush (disk full?)");
     if (w->opt.fsync && fsync(w->fd) != 0)
         return attest_fail(ATTEST_ERR_IO, "%s: fsync: %s", w->path, strerror(errno));
     w->flushed += w->buf_len;
@@ -286,8 +286,8 @@ attest_status attest_results_create(const char *path, const attest_results_prove
         return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
 
-    attest_results_quiet q;
-    attest_results_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     /* The lock first: nothing of an earlier campaign is touched while another writer has it. */
     attest_status st = attest_output_lock_take(path, prov->command_line, &w->lock);
     if (st == ATTEST_OK) remove_stale_siblings(path);
@@ -304,7 +304,7 @@ attest_status attest_results_create(const char *path, const attest_results_prove
         st = attest_results_create_table(w->file, path, w->file_type, w->rows_name,
                                          opt.chunk_rows, -1, &w->cases);
     if (st == ATTEST_OK && H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0)
-        st = attest_results_h5_fail(ATTEST_ERR_IO, path, "cannot flush");
+        st = attest_h5_fail(ATTEST_ERR_IO, path, "cannot flush");
     if (st == ATTEST_OK) st = check_superblock(w);
     if (st == ATTEST_OK && rename(w->live_tmp, path) != 0)
         st = attest_fail(ATTEST_ERR_IO, "%s: cannot rename %s into place: %s", path, w->live_tmp,
@@ -316,14 +316,14 @@ attest_status attest_results_create(const char *path, const attest_results_prove
         writer_free(w);
         (void)remove(tmp);
         if (rows[0]) (void)remove(rows);
-        attest_results_quiet_end(&q);
+        attest_h5_quiet_end(&q);
         return st;
     }
     double t = attest_monotonic_seconds();
     w->created = t;
     w->last_append = t;
     w->first_buffered = t;
-    attest_results_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     *out = w;
     return ATTEST_OK;
 }
@@ -402,11 +402,11 @@ attest_status attest_results_append(attest_results_writer *w, const attest_case_
     attest_status repro_st = ATTEST_OK;
     if (c && attest_verdict_is_failure(rec->verdict)) {
         if (take_repro_slot(w, rec)) {
-            attest_results_quiet q;
-            attest_results_quiet_begin(&q);
+            attest_h5_quiet q;
+            attest_h5_quiet_begin(&q);
             repro_st = attest_results_write_repro_file(w->path, &w->repro_dir_made, rec, c,
                                                        outputs);
-            attest_results_quiet_end(&q);
+            attest_h5_quiet_end(&q);
             if (repro_st == ATTEST_OK) repro_st = remember_repro(w, rec->case_id);
             row.repro = repro_st == ATTEST_OK ? ATTEST_RESULTS_REPRO_STORED
                                               : ATTEST_RESULTS_REPRO_NONE;
@@ -417,10 +417,10 @@ attest_status attest_results_append(attest_results_writer *w, const attest_case_
     /* The row is kept even when its repro could not be written; the error is still returned. */
     char saved[512];
     if (repro_st != ATTEST_OK) snprintf(saved, sizeof saved, "%s", attest_last_error());
-    attest_results_quiet q;
-    attest_results_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     attest_status st = append_row(w, &row);
-    attest_results_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     if (st != ATTEST_OK) return st;
     if (repro_st != ATTEST_OK) return attest_fail(repro_st, "%s", saved);
     return ATTEST_OK;
@@ -432,10 +432,10 @@ attest_status attest_results_flush(attest_results_writer *w)
     if (w->sticky != ATTEST_OK)
         return attest_fail(w->sticky, "%s: an earlier write failed; the file holds %llu rows",
                            w->path, (unsigned long long)w->flushed);
-    attest_results_quiet q;
-    attest_results_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     attest_status st = commit(w);
-    attest_results_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     if (st != ATTEST_OK) w->sticky = st;
     return st;
 }
@@ -508,16 +508,16 @@ static attest_status build_final_in_child(const attest_results_final_spec *spec)
 attest_status attest_results_close(attest_results_writer *w, attest_results_end end)
 {
     if (!w) return ATTEST_OK;
-    attest_results_quiet q;
-    attest_results_quiet_begin(&q);
+    attest_h5_quiet q;
+    attest_h5_quiet_begin(&q);
     attest_status st = w->sticky;
     if (st == ATTEST_OK) st = commit(w);
     /* Close the live file cleanly first: whatever happens next, it holds every row. */
     if (w->cases >= 0 && H5Dclose(w->cases) < 0 && st == ATTEST_OK)
-        st = attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot close the cases table");
+        st = attest_h5_fail(ATTEST_ERR_IO, w->path, "cannot close the cases table");
     w->cases = H5I_INVALID_HID;
     if (w->file >= 0 && H5Fclose(w->file) < 0 && st == ATTEST_OK)
-        st = attest_results_h5_fail(ATTEST_ERR_IO, w->path, "cannot close");
+        st = attest_h5_fail(ATTEST_ERR_IO, w->path, "cannot close");
     w->file = H5I_INVALID_HID;
     if (st == ATTEST_OK) {
         char end_time[32];
@@ -537,7 +537,7 @@ attest_status attest_results_close(attest_results_writer *w, attest_results_end 
         };
         st = build_final_in_child(&spec);
     }
-    attest_results_quiet_end(&q);
+    attest_h5_quiet_end(&q);
     writer_free(w);
     return st;
 }

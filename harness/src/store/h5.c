@@ -1,17 +1,110 @@
-/* attest case files: checked reading and writing of scalar HDF5 attributes.
+/* The store's one HDF5 helper layer (h5.h): silencing and reading HDF5's error stack, link
+ * lookups, and checked scalar attributes for case files and results files alike.
  *
  * Integers are read whatever their size, sign or enum wrapping (h5py stores numpy bools as an
  * enum), then range-checked here rather than by an HDF5 conversion that would clip silently.
  */
+#include "h5.h"
+
+#include <hdf5_hl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "casefile_internal.h"
+/* The error stack ------------------------------------------------------------------------- */
+
+void attest_h5_quiet_begin(attest_h5_quiet *q)
+{
+    q->saved = H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data) >= 0;
+    (void)H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+void attest_h5_quiet_end(const attest_h5_quiet *q)
+{
+    (void)H5Eclear2(H5E_DEFAULT);
+    if (q->saved) (void)H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+}
+
+typedef struct detail_state {
+    char *buf;
+    size_t cap;
+    int done;
+} detail_state;
+
+static herr_t detail_cb(unsigned n, const H5E_error2_t *err, void *user)
+{
+    detail_state *st = user;
+    (void)n;
+    if (st->done || !err) return 0;
+    const char *msg = (err->desc && err->desc[0]) ? err->desc : err->func_name;
+    if (msg && msg[0]) {
+        snprintf(st->buf, st->cap, "%s", msg);
+        st->done = 1;
+    }
+    return 0;
+}
+
+void attest_h5_detail(char *buf, size_t cap)
+{
+    if (!cap) return;
+    buf[0] = '\0';
+    detail_state st = {buf, cap, 0};
+    /* Upward: the most specific error comes first. */
+    (void)H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, detail_cb, &st);
+    (void)H5Eclear2(H5E_DEFAULT);
+    if (!buf[0]) snprintf(buf, cap, "HDF5 error");
+    /* HDF5's descriptions may hold newlines (and the OS's error text): one line, always. */
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f) *p = ' ';
+}
+
+attest_status attest_h5_fail(attest_status st, const char *path, const char *what)
+{
+    char detail[200];
+    attest_h5_detail(detail, sizeof detail);
+    return attest_fail(st, "%s: %s: %s", path, what, detail);
+}
+
+/* Links ------------------------------------------------------------------------------------ */
+
+int attest_h5_link_exists(hid_t loc, const char *name)
+{
+    if (!name || !name[0]) return 0;
+    /* H5Lexists on "a/b" fails rather than answering when "a" is missing; H5LTpath_valid walks
+     * the components. */
+    htri_t ex = H5LTpath_valid(loc, name, 0);
+    if (ex < 0) {
+        (void)H5Eclear2(H5E_DEFAULT);
+        return -1;
+    }
+    return ex > 0;
+}
+
+void attest_h5_describe_type(hid_t type, char *buf, size_t cap)
+{
+    H5T_class_t cls = H5Tget_class(type);
+    size_t size = H5Tget_size(type);
+    switch (cls) {
+    case H5T_INTEGER:
+        snprintf(buf, cap, "%sint%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "", size * 8);
+        break;
+    case H5T_FLOAT: snprintf(buf, cap, "float%zu", size * 8); break;
+    case H5T_STRING: snprintf(buf, cap, "string"); break;
+    case H5T_ENUM: snprintf(buf, cap, "enum%zu", size * 8); break;
+    case H5T_COMPOUND: snprintf(buf, cap, "compound"); break;
+    case H5T_OPAQUE: snprintf(buf, cap, "opaque%zu", size * 8); break;
+    case H5T_ARRAY: snprintf(buf, cap, "array"); break;
+    case H5T_VLEN: snprintf(buf, cap, "vlen"); break;
+    case H5T_BITFIELD: snprintf(buf, cap, "bitfield%zu", size * 8); break;
+    case H5T_REFERENCE: snprintf(buf, cap, "reference"); break;
+    case H5T_TIME: snprintf(buf, cap, "time"); break;
+    default: snprintf(buf, cap, "unknown type"); break;
+    }
+}
 
 /* Attributes ------------------------------------------------------------------------------- */
 
-int attest_cf_attr_exists(hid_t loc, const char *name)
+int attest_h5_attr_exists(hid_t loc, const char *name)
 {
     htri_t ex = H5Aexists(loc, name);
     if (ex < 0) {
@@ -25,8 +118,13 @@ int attest_cf_attr_exists(hid_t loc, const char *name)
 static attest_status open_scalar_attr(hid_t loc, const char *where, const char *name, hid_t *attr,
                                       hid_t *type)
 {
-    *attr = H5Aopen(loc, name, H5P_DEFAULT);
+    *attr = H5I_INVALID_HID;
     *type = H5I_INVALID_HID;
+    const int exists = attest_h5_attr_exists(loc, name);
+    if (exists == 0)
+        return attest_fail(ATTEST_ERR_NOT_FOUND, "%s%s: required attribute is missing", where,
+                           name);
+    if (exists > 0) *attr = H5Aopen(loc, name, H5P_DEFAULT);
     if (*attr < 0) {
         (void)H5Eclear2(H5E_DEFAULT);
         return attest_fail(ATTEST_ERR_FORMAT, "%s%s: attribute cannot be opened", where, name);
@@ -60,7 +158,7 @@ static attest_status read_attr_integer(hid_t loc, const char *where, const char 
     hid_t mtype = H5I_INVALID_HID, base = H5I_INVALID_HID;
     H5T_class_t cls = H5Tget_class(ftype);
     char desc[32];
-    attest_cf_describe_type(ftype, desc, sizeof desc);
+    attest_h5_describe_type(ftype, desc, sizeof desc);
     if (cls != H5T_INTEGER && cls != H5T_ENUM) {
         st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: expected an integer, found %s", where, name, desc);
         goto done;
@@ -76,7 +174,7 @@ static attest_status read_attr_integer(hid_t loc, const char *where, const char 
     unsigned char raw[8] = {0};
     if (H5Aread(attr, mtype, raw) < 0) {
         char detail[160];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
         goto done;
     }
@@ -108,7 +206,7 @@ done:
     return st;
 }
 
-attest_status attest_cf_read_attr_int(hid_t loc, const char *where, const char *name, int64_t *v)
+attest_status attest_h5_read_attr_int(hid_t loc, const char *where, const char *name, int64_t *v)
 {
     int64_t sv = 0;
     uint64_t uv = 0;
@@ -121,7 +219,7 @@ attest_status attest_cf_read_attr_int(hid_t loc, const char *where, const char *
     return ATTEST_OK;
 }
 
-attest_status attest_cf_read_attr_u64(hid_t loc, const char *where, const char *name, uint64_t *v)
+attest_status attest_h5_read_attr_u64(hid_t loc, const char *where, const char *name, uint64_t *v)
 {
     int64_t sv = 0;
     uint64_t uv = 0;
@@ -134,7 +232,7 @@ attest_status attest_cf_read_attr_u64(hid_t loc, const char *where, const char *
     return ATTEST_OK;
 }
 
-attest_status attest_cf_read_attr_double(hid_t loc, const char *where, const char *name, double *v)
+attest_status attest_h5_read_attr_double(hid_t loc, const char *where, const char *name, double *v)
 {
     hid_t attr, ftype;
     ATTEST_FORWARD(open_scalar_attr(loc, where, name, &attr, &ftype));
@@ -143,7 +241,7 @@ attest_status attest_cf_read_attr_double(hid_t loc, const char *where, const cha
     if (cls == H5T_INTEGER || cls == H5T_ENUM) {
         H5Aclose(attr);
         int64_t iv;
-        ATTEST_FORWARD(attest_cf_read_attr_int(loc, where, name, &iv));
+        ATTEST_FORWARD(attest_h5_read_attr_int(loc, where, name, &iv));
         *v = (double)iv;
         return ATTEST_OK;
     }
@@ -156,15 +254,15 @@ attest_status attest_cf_read_attr_double(hid_t loc, const char *where, const cha
     H5Aclose(attr);
     if (e < 0) {
         char detail[160];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         return attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
     }
     *v = d;
     return ATTEST_OK;
 }
 
-attest_status attest_cf_read_attr_string(hid_t loc, const char *where, const char *name, char *buf,
-                                         size_t cap)
+attest_status attest_h5_read_attr_string(hid_t loc, const char *where, const char *name, char *buf,
+                                         size_t cap, unsigned flags)
 {
     hid_t attr, ftype;
     ATTEST_FORWARD(open_scalar_attr(loc, where, name, &attr, &ftype));
@@ -173,7 +271,7 @@ attest_status attest_cf_read_attr_string(hid_t loc, const char *where, const cha
     char *tmp = NULL;
     if (H5Tget_class(ftype) != H5T_STRING) {
         char desc[32];
-        attest_cf_describe_type(ftype, desc, sizeof desc);
+        attest_h5_describe_type(ftype, desc, sizeof desc);
         st = attest_fail(ATTEST_ERR_FORMAT, "%s%s: expected a string, found %s", where, name, desc);
         goto done;
     }
@@ -193,7 +291,7 @@ attest_status attest_cf_read_attr_string(hid_t loc, const char *where, const cha
         char *s = NULL;
         if (H5Aread(attr, mtype, &s) < 0) {
             char detail[160];
-            attest_cf_h5_detail(detail, sizeof detail);
+            attest_h5_detail(detail, sizeof detail);
             st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
             goto done;
         }
@@ -223,7 +321,7 @@ attest_status attest_cf_read_attr_string(hid_t loc, const char *where, const cha
         }
         if (H5Aread(attr, mtype, tmp) < 0) {
             char detail[160];
-            attest_cf_h5_detail(detail, sizeof detail);
+            attest_h5_detail(detail, sizeof detail);
             st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
             goto done;
         }
@@ -234,8 +332,8 @@ attest_status attest_cf_read_attr_string(hid_t loc, const char *where, const cha
         buf[len] = '\0';
     }
 done:
-    /* Values end up in one-line messages: no control character may come through. */
-    if (st == ATTEST_OK)
+    /* Names end up in one-line messages: no control character may come through. */
+    if (st == ATTEST_OK && (flags & ATTEST_H5_ONE_LINE))
         for (char *c = buf; *c; c++)
             if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     free(tmp);
@@ -248,7 +346,7 @@ done:
 static attest_status write_attr(hid_t loc, const char *where, const char *name, hid_t ftype,
                                 hid_t mtype, const void *value)
 {
-    if (attest_cf_attr_exists(loc, name) == 1 && H5Adelete(loc, name) < 0)
+    if (attest_h5_attr_exists(loc, name) == 1 && H5Adelete(loc, name) < 0)
         return attest_fail(ATTEST_ERR_IO, "%s%s: cannot replace attribute", where, name);
     hid_t space = H5Screate(H5S_SCALAR);
     if (space < 0) return attest_fail(ATTEST_ERR_IO, "%s%s: cannot create dataspace", where, name);
@@ -256,35 +354,35 @@ static attest_status write_attr(hid_t loc, const char *where, const char *name, 
     H5Sclose(space);
     if (attr < 0) {
         char detail[160];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         return attest_fail(ATTEST_ERR_IO, "%s%s: cannot create attribute: %s", where, name, detail);
     }
     herr_t e = H5Awrite(attr, mtype, value);
     herr_t c = H5Aclose(attr);
     if (e < 0 || c < 0) {
         char detail[160];
-        attest_cf_h5_detail(detail, sizeof detail);
+        attest_h5_detail(detail, sizeof detail);
         return attest_fail(ATTEST_ERR_IO, "%s%s: cannot write attribute: %s", where, name, detail);
     }
     return ATTEST_OK;
 }
 
-attest_status attest_cf_write_attr_int(hid_t loc, const char *where, const char *name, int64_t v)
+attest_status attest_h5_write_attr_int(hid_t loc, const char *where, const char *name, int64_t v)
 {
     return write_attr(loc, where, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
 }
 
-attest_status attest_cf_write_attr_u64(hid_t loc, const char *where, const char *name, uint64_t v)
+attest_status attest_h5_write_attr_u64(hid_t loc, const char *where, const char *name, uint64_t v)
 {
     return write_attr(loc, where, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v);
 }
 
-attest_status attest_cf_write_attr_double(hid_t loc, const char *where, const char *name, double v)
+attest_status attest_h5_write_attr_double(hid_t loc, const char *where, const char *name, double v)
 {
     return write_attr(loc, where, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
 }
 
-attest_status attest_cf_write_attr_string(hid_t loc, const char *where, const char *name,
+attest_status attest_h5_write_attr_string(hid_t loc, const char *where, const char *name,
                                           const char *v)
 {
     hid_t t = H5Tcopy(H5T_C_S1);
