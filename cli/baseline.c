@@ -219,6 +219,60 @@ void attest_baseline_print(const attest_baseline_result *br, int bitwise, const 
            br->notes);
 }
 
+int attest_baseline_replay(const char *file, uint64_t case_id, const attest_case *c,
+                           const attest_case_record *stored, const char *pair,
+                           const attest_runner_options *ro)
+{
+    const char *vs = strstr(pair, " vs ");
+    char names[2][256];
+    snprintf(names[0], sizeof names[0], "%.*s", (int)(vs - pair), pair);
+    snprintf(names[1], sizeof names[1], "%s", vs + 4);
+    const attest_candidate *cand[2];
+    for (int j = 0; j < 2; j++)
+        if (attest_candidate_resolve(names[j], &cand[j]) != ATTEST_OK)
+            return attest_cli_usage_error("replay", "pair '%s': %s", pair, attest_last_error());
+    if (cand[0]->kernel != c->kernel || cand[1]->kernel != c->kernel)
+        return attest_cli_usage_error("replay", "pair '%s': not both %s kernels", pair,
+                                      attest_kernel_name(c->kernel));
+    /* The pair row's message says which comparison made it (docs/results-format.md). */
+    const int bitwise = strstr(stored->message, "bitwise agree") != NULL ||
+                        strstr(stored->message, "bitwise differ") != NULL;
+    attest_runner *runner[2] = {NULL, NULL};
+    attest_case_record rec[2];
+    attest_case_outputs keep[2];
+    memset(keep, 0, sizeof keep);
+    attest_baseline_result br;
+    attest_status st = ATTEST_OK;
+    for (int j = 0; j < 2 && st == ATTEST_OK; j++) {
+        st = attest_runner_create(cand[j], ro, &runner[j]);
+        if (st == ATTEST_OK) st = attest_runner_judge(runner[j], c, &rec[j], &keep[j]);
+    }
+    if (st == ATTEST_OK)
+        st = attest_baseline_judge(c, &cand[0]->conventions, &keep[0], &keep[1], bitwise,
+                                   ro->policy, &br);
+    int rc;
+    if (st != ATTEST_OK) {
+        rc = attest_cli_usage_error("replay", "%s", attest_last_error());
+    } else {
+        const attest_verdict v = br.failed ? ATTEST_VERDICT_MISMATCH : ATTEST_VERDICT_OK;
+        printf("replay of %s case %" PRIu64 ": %s against baseline %s (%s)\n", file, case_id,
+               cand[0]->name, cand[1]->name, bitwise ? "bitwise" : "within both bounds");
+        printf("  new %s: %s; old %s: %s\n", cand[0]->name, attest_verdict_name(rec[0].verdict),
+               cand[1]->name, attest_verdict_name(rec[1].verdict));
+        printf("stored verdict: %s   replayed verdict: %s%s\n",
+               attest_verdict_name(stored->verdict), attest_verdict_name(v),
+               stored->verdict == v ? " (reproduced)" : " (DIFFERENT)");
+        if (br.failed) attest_baseline_print(&br, bitwise, "  ");
+        else printf("  new vs old: agree\n");
+        rc = br.failed ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    }
+    for (int j = 0; j < 2; j++) {
+        attest_case_outputs_free(&keep[j]);
+        attest_runner_destroy(runner[j]);
+    }
+    return rc;
+}
+
 static void usage(FILE *f)
 {
     fputs("usage: attest run --candidate NEW --baseline OLD [--same bitwise|bounds] [options]\n"

@@ -59,6 +59,13 @@ void attest_baseline_pair_row(const attest_case_record *nw, const attest_case_re
  * closer to the reference), each line starting with indent. */
 void attest_baseline_print(const attest_baseline_result *br, int bitwise, const char *indent);
 
+/* `attest replay RESULTS --case N --candidate 'NEW vs OLD'`: judges the pair row's case c again
+ * (both kernels through runners made with ro, the pair in the mode the row's message names) and
+ * prints it beside the stored verdict. Returns the exit status. */
+int attest_baseline_replay(const char *file, uint64_t case_id, const attest_case *c,
+                           const attest_case_record *stored, const char *pair,
+                           const attest_runner_options *ro);
+
 /* 1 when attest run's argv has --baseline. */
 int attest_run_wants_baseline(int argc, char **argv);
 

@@ -12,6 +12,7 @@
 #include "attest/registry.h"
 #include "attest/report.h"
 #include "attest/results.h"
+#include "baseline.h"
 #include "commands.h"
 #include "check.h"
 #include "engine.h"
@@ -294,6 +295,23 @@ int attest_cmd_replay(int argc, char **argv)
                                          attest_candidate_resolve(spec, &probe) != ATTEST_OK)))
         spec = job_spec;
     if (spec == NULL && from_results) spec = stored.candidate;
+    if (spec && from_results && strstr(spec, " vs ")) { /* a pair row of --baseline */
+        attest_policy *pp = NULL;
+        if ((a.policy ? attest_policy_load(a.policy, &pp) : attest_policy_default(&pp)) != ATTEST_OK) {
+            attest_case_free(&c);
+            return attest_cli_usage_error("replay", "%s", attest_last_error());
+        }
+        attest_runner_options po = attest_runner_defaults();
+        po.reruns = a.reruns;
+        po.timeout_seconds = a.timeout;
+        po.isolate = !a.no_isolate;
+        po.policy = pp;
+        po.reference = attest_ref_simulated;
+        rc = attest_baseline_replay(a.file, a.case_id, &c, &stored, spec, &po);
+        attest_policy_free(pp);
+        attest_case_free(&c);
+        return rc;
+    }
     const attest_candidate *cand = NULL;
     attest_policy *policy = NULL;
     attest_runner *runner = NULL;

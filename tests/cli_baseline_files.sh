@@ -32,6 +32,14 @@ expect 1 show m.h5
 grep -q "10 cases of 10 planned" out || fail "check --out: not 5 candidate rows + 5 pair rows"
 grep -q "#1 MISMATCH .*mutant-indexer-scale-off-by-one vs cpu-indexer  logits:" out ||
   fail "check --out: row 1 is not the pair of case-0"
+# The replay line attest show prints for a pair row replays the pair.
+expect 1 replay m.h5 --case 1 --candidate "mutant-indexer-scale-off-by-one vs cpu-indexer"
+has_line() { grep -Eq -- "$1" out || fail "no line matching: $1"; }
+has_line "^stored verdict: MISMATCH   replayed verdict: MISMATCH \(reproduced\)"
+has_line "new vs old \(within both bounds\): DIFFER"
+expect 1 check fix.h5 --candidate cpu-indexer-heads-reversed --baseline cpu-indexer --same bitwise --out b.h5
+expect 1 replay b.h5 --case 1 --candidate "cpu-indexer-heads-reversed vs cpu-indexer"
+has_line "against baseline cpu-indexer \(bitwise\)"
 expect 1 run --candidate mutant-indexer-scale-off-by-one --baseline cpu-indexer --cases 3 --out r.h5
 expect 1 show r.h5
 grep -q "6 cases of 6 planned" out || fail "run --baseline --out: not 2 rows per case"
