@@ -19,8 +19,8 @@
 #include "attest/runner.h"
 #include "check.h"
 #include "commands.h"
-#include "engine.h"
-#include "gen_options.h"
+#include "attest/campaign.h"
+#include "attest/gen_options.h"
 
 int attest_run_wants_baseline(int argc, char **argv)
 {
@@ -425,7 +425,7 @@ static attest_status open_results(pair_run *p, const char *path, const char *com
                                   uint64_t seed, uint64_t planned)
 {
     attest_results_provenance prov;
-    attest_results_provenance_init(&prov);
+    attest_campaign_provenance(&prov, p->policy, command_line);
     snprintf(prov.kernel, sizeof prov.kernel, "%s", attest_kernel_name(cand[0]->kernel));
     snprintf(prov.candidate, sizeof prov.candidate, "%s,%s vs %s", cand[0]->name, cand[0]->name,
              cand[1]->name);
@@ -434,11 +434,6 @@ static attest_status open_results(pair_run *p, const char *path, const char *com
         (void)attest_cli_gen_flags_of(gen, 1, flags, sizeof flags);
     snprintf(prov.jobs, sizeof prov.jobs, "--kernel %s%s%s --candidate %s",
              attest_kernel_name(cand[0]->kernel), flags[0] ? " " : "", flags, cand[0]->name);
-    snprintf(prov.policy_name, sizeof prov.policy_name, "%s", attest_policy_name(p->policy));
-    snprintf(prov.policy_hash, sizeof prov.policy_hash, "%s", attest_policy_hash(p->policy));
-    snprintf(prov.policy_origin, sizeof prov.policy_origin, "%s", attest_policy_origin(p->policy));
-    prov.policy_text = attest_policy_text(p->policy);
-    snprintf(prov.command_line, sizeof prov.command_line, "%s", command_line);
     prov.seed = seed;
     prov.cases_planned = 2 * planned;
     return attest_results_create(path, &prov, NULL, &p->results);

@@ -8,7 +8,7 @@
 #include "attest/files.h"
 #include "attest/registry.h"
 #include "commands.h"
-#include "engine.h"
+#include "attest/campaign.h"
 
 #define MAX_CANDIDATES 8
 #define MAX_SHAPES 32

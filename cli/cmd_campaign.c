@@ -11,8 +11,8 @@
 #include "attest/registry.h"
 #include "baseline.h"
 #include "commands.h"
-#include "engine.h"
-#include "gen_options.h"
+#include "attest/campaign.h"
+#include "attest/gen_options.h"
 
 #define DEFAULT_CASES_PER_KERNEL 1500
 #define DEFAULT_OUT "attest-campaign.h5"

@@ -21,7 +21,7 @@
 #include "check.h"
 #include "attest/files.h"
 #include "commands.h"
-#include "engine.h"
+#include "attest/campaign.h"
 #include "pipeline_run.h"
 
 #define VERB "check"
@@ -514,21 +514,10 @@ static attest_status check_file(check_run *r, const char *path, const check_scan
 static attest_status open_results(check_run *r, const char *command_line, uint64_t planned)
 {
     attest_results_provenance prov;
-    attest_results_provenance_init(&prov);
-    const char *kernel = attest_kernel_name(r->cands[0]->kernel);
+    attest_campaign_provenance(&prov, r->policy, command_line);
     size_t len = 0;
-    for (size_t i = 0; i < r->a->num_specs; i++) {
-        if (r->cands[i]->kernel != r->cands[0]->kernel) kernel = "";
-        int n = snprintf(prov.candidate + len, sizeof prov.candidate - len, "%s%s", i ? "," : "",
-                         r->cands[i]->name);
-        if (n > 0 && (size_t)n < sizeof prov.candidate - len) len += (size_t)n;
-    }
-    snprintf(prov.kernel, sizeof prov.kernel, "%s", kernel);
-    snprintf(prov.policy_name, sizeof prov.policy_name, "%s", attest_policy_name(r->policy));
-    snprintf(prov.policy_hash, sizeof prov.policy_hash, "%s", attest_policy_hash(r->policy));
-    snprintf(prov.policy_origin, sizeof prov.policy_origin, "%s", attest_policy_origin(r->policy));
-    prov.policy_text = attest_policy_text(r->policy);
-    snprintf(prov.command_line, sizeof prov.command_line, "%s", command_line);
+    for (size_t i = 0; i < r->a->num_specs; i++)
+        attest_campaign_provenance_candidate(&prov, r->cands[i], &len);
     prov.cases_planned = planned;
     return attest_results_create(r->a->out, &prov, NULL, &r->results);
 }

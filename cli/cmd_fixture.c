@@ -19,9 +19,9 @@
 #include "attest/registry.h"
 #include "attest/files.h"
 #include "commands.h"
-#include "engine.h"
+#include "attest/campaign.h"
 #include "fixture.h"
-#include "gen_options.h"
+#include "attest/gen_options.h"
 
 #define VERB "fixture"
 

@@ -32,8 +32,8 @@
 #include "attest/report.h"
 #include "attest/results.h"
 #include "commands.h"
-#include "engine.h"
-#include "gen_options.h"
+#include "attest/campaign.h"
+#include "attest/gen_options.h"
 
 #define VERB "fuzz"
 #define DEFAULT_OUT "attest-fuzz.h5"

@@ -15,7 +15,7 @@
 #include "baseline.h"
 #include "commands.h"
 #include "check.h"
-#include "engine.h"
+#include "attest/campaign.h"
 
 static void usage(FILE *f)
 {

@@ -9,9 +9,7 @@
 
 #include "attest/bench.h"
 
-#define ATTEST_EXIT_OK 0
-#define ATTEST_EXIT_FAILED 1
-#define ATTEST_EXIT_USAGE 2
+#include "attest/usage.h"
 
 int attest_cmd_layout(int argc, char **argv);
 int attest_cmd_reference(int argc, char **argv);
@@ -29,26 +27,6 @@ int attest_cmd_bench(int argc, char **argv);
 void attest_bench_print_header(FILE *f);
 void attest_bench_print_row(FILE *f, const attest_bench_row *row);
 void attest_bench_print_timing(FILE *f, const attest_bench_row *row);
-
-/* Prints "attest VERB: message" on stderr as one line and returns ATTEST_EXIT_USAGE. */
-int attest_cli_usage_error(const char *verb, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-/* Strict number parsing for options: the whole string must be a number in range. Return 0 on
- * success, -1 otherwise (the caller reports the option). Integers accept 0x hex. */
-int attest_cli_parse_u64(const char *s, uint64_t *out);
-int attest_cli_parse_i32(const char *s, int32_t min, int32_t max, int32_t *out);
-int attest_cli_parse_double(const char *s, double min, double max, double *out);
-
-/* Strict decimal parsing: digits only (no sign, space, suffix or 0x), no overflow. Returns 0 on
- * success, -1 otherwise. */
-int attest_cli_parse_dec_u64(const char *s, uint64_t *out);
-
-/* Prints "attest VERB: bad value for --OPTION: 'VALUE'"; returns ATTEST_EXIT_USAGE. */
-int attest_cli_bad_value(const char *verb, const char *option, const char *value);
 
 /* The error arms of a getopt_long loop, for the option at argv[optind - 1]: after ch ':' "option
  * X needs a value", else "unknown option 'X' (attest VERB --help)". Returns ATTEST_EXIT_USAGE. */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "gen_options.h"
+#include "attest/gen_options.h"
 
 #define TOOL_PREFIX "========="
 #define MAX_LINES_KEPT 3 /* a headline and where it happened */

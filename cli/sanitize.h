@@ -15,7 +15,7 @@
 
 #include <limits.h>
 
-#include "engine.h"
+#include "attest/campaign.h"
 
 typedef struct attest_cli_sanitizer {
     const char *tool;      /* memcheck, racecheck, initcheck or synccheck */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attest/campaign.h"
 #include "attest/casefile.h"
 #include "attest/policy.h"
 #include "attest/reference.h"
@@ -98,15 +99,9 @@ static void fuzz_record_append(const attest_case_record *rec, const attest_case 
             snprintf(path, sizeof path, "%s", env ? env : "");
         if (path[0]) {
             attest_results_provenance prov;
-            attest_results_provenance_init(&prov);
+            attest_campaign_provenance(&prov, policy, fuzz_command_line);
             snprintf(prov.candidate, sizeof prov.candidate, "%s", rec->candidate);
             snprintf(prov.kernel, sizeof prov.kernel, "%s", attest_kernel_name(c->kernel));
-            snprintf(prov.policy_name, sizeof prov.policy_name, "%s", attest_policy_name(policy));
-            snprintf(prov.policy_hash, sizeof prov.policy_hash, "%s", attest_policy_hash(policy));
-            snprintf(prov.policy_origin, sizeof prov.policy_origin, "%s",
-                     attest_policy_origin(policy));
-            prov.policy_text = attest_policy_text(policy);
-            snprintf(prov.command_line, sizeof prov.command_line, "%s", fuzz_command_line);
             if (attest_results_create(path, &prov, NULL, &fuzz_results) != ATTEST_OK) {
                 fprintf(stderr, "fuzz: results file %s: %s\n", path, attest_last_error());
                 abort();

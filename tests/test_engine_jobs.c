@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "engine.h"
+#include "attest/campaign.h"
 
 /* Returns the value worker w gets, or "(none)". */
 static const char *gpu_of(const char *visible, unsigned driver, uint32_t w)

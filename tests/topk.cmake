@@ -19,3 +19,7 @@ endforeach()
 add_test(NAME cli_topk_run_in_process COMMAND attest run --kernel topk --candidate cpu-topk --cases 200 --seed 4 --no-isolate --reruns 1)
 set_tests_properties(cli_topk_run_in_process PROPERTIES LABELS "cli" TIMEOUT 120
   ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "result: PASS \\(200 cases\\)")
+
+# test_topk also drives the verb's judging loop (cli/topk_run.c), so it links the CLI's archive.
+list(APPEND ATTEST_CUSTOM_TESTS test_topk)
+attest_add_cmocka_test(test_topk test_topk.c LIBS attest_app)

@@ -1,8 +1,10 @@
-/* attest CLI: the campaign engine shared by `attest run` and `attest campaign`: generates cases
- * from seeds, judges them with the runner, appends every record to the results file, prints
- * progress and failing cases as they happen. */
-#ifndef ATTEST_CLI_ENGINE_H
-#define ATTEST_CLI_ENGINE_H
+/* attest: the campaign engine (libattest_campaign), shared by `attest run`, `attest campaign`,
+ * `attest check`, `attest fuzz` and the baseline and pipeline modes: generates cases from seeds,
+ * judges them with the runner, appends every record to the results file (with its provenance,
+ * filled here once), prints progress and failing cases as they happen, and stops on SIGINT/SIGTERM
+ * after the current case. */
+#ifndef ATTEST_CAMPAIGN_H
+#define ATTEST_CAMPAIGN_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include "attest/generator.h"
 #include "attest/policy.h"
 #include "attest/report.h"
+#include "attest/results.h"
 #include "attest/runner.h"
 #include "attest/verdict.h"
 
@@ -69,6 +72,18 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
                                 const attest_engine_options *options, FILE *log,
                                 attest_engine_totals *totals) ATTEST_MUST_CHECK;
 
+/* A results file's provenance, filled the same way by every verb that writes one: initialized
+ * (attest_results_provenance_init: build, host, start time), then the policy's name, hash, origin
+ * and text and the command line (NULL: none). */
+void attest_campaign_provenance(attest_results_provenance *prov, const attest_policy *policy,
+                                const char *command_line);
+
+/* Adds a candidate to prov: its name to the ","-joined list (*len: the list's length so far, 0
+ * for the first; a name that does not fit is left out) and its kernel, which stays only while
+ * every candidate runs the same one. */
+void attest_campaign_provenance_candidate(attest_results_provenance *prov,
+                                          const attest_candidate *c, size_t *len);
+
 /* The reference the CLI judges with: simulated mode, kernel order. */
 attest_status attest_engine_reference(const attest_case *c, double **outputs);
 
@@ -102,4 +117,4 @@ int attest_engine_json(const char *path, const char *verb, const attest_engine_t
 /* Joins argv into one shell-quoted line (for provenance and replay hints). */
 void attest_engine_command_line(int argc, char **argv, char *buf, size_t cap);
 
-#endif
+#endif /* ATTEST_CAMPAIGN_H */

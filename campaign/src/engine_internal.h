@@ -1,12 +1,12 @@
-/* attest CLI: what the campaign engine's in-process loop (engine.c) and its sharded form over
+/* attest: what the campaign engine's in-process loop (engine.c) and its sharded form over
  * worker processes (engine_jobs.c) share. Not a public interface. */
-#ifndef ATTEST_CLI_ENGINE_INTERNAL_H
-#define ATTEST_CLI_ENGINE_INTERNAL_H
+#ifndef ATTEST_CAMPAIGN_ENGINE_INTERNAL_H
+#define ATTEST_CAMPAIGN_ENGINE_INTERNAL_H
 
 #include <signal.h>
 
 #include "attest/results.h"
-#include "engine.h"
+#include "attest/campaign.h"
 
 /* Set by SIGINT/SIGTERM (and by --max-failures): the engine stops after the current case. */
 extern volatile sig_atomic_t attest_engine_stop_requested;

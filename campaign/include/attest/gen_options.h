@@ -1,8 +1,9 @@
-/* attest CLI (internal): the generator-bound options that attest run and attest fixture make
- * share (--max-batch ... --no-edge-bytes): their getopt table entries, their usage lines, and
- * how they apply to attest_gen_options. */
-#ifndef ATTEST_CLI_GEN_OPTIONS_H
-#define ATTEST_CLI_GEN_OPTIONS_H
+/* attest: the generator-bound options that attest run and attest fixture make share
+ * (--max-batch ... --no-edge-bytes): their getopt table entries, their usage lines, how they apply
+ * to attest_gen_options, and the flags text a results file's job lines and replay commands are
+ * written in (which is why they live with the campaign engine). */
+#ifndef ATTEST_GEN_OPTIONS_H
+#define ATTEST_GEN_OPTIONS_H
 
 #include <getopt.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-#include "engine.h"
+#include "attest/campaign.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -16,8 +16,8 @@
 #include "attest/registry.h"
 #include "attest/results.h"
 #include "engine_internal.h"
-#include "commands.h"
-#include "gen_options.h"
+#include "attest/usage.h"
+#include "attest/gen_options.h"
 
 volatile sig_atomic_t attest_engine_stop_requested;
 #define stop_requested attest_engine_stop_requested
@@ -155,14 +155,10 @@ int attest_engine_find_job(const char *jobs, const char *candidate, attest_kerne
 static void fill_provenance(attest_results_provenance *prov, const attest_job *jobs,
                             size_t num_jobs, const attest_engine_options *opt)
 {
-    attest_results_provenance_init(prov);
-    const char *kernel = attest_kernel_name(jobs[0].candidate->kernel);
+    attest_campaign_provenance(prov, opt->runner.policy, opt->command_line);
     size_t len = 0;
     for (size_t j = 0; j < num_jobs; j++) {
-        if (jobs[j].candidate->kernel != jobs[0].candidate->kernel) kernel = "";
-        int n = snprintf(prov->candidate + len, sizeof prov->candidate - len, "%s%s",
-                         j ? "," : "", jobs[j].candidate->name);
-        if (n > 0 && (size_t)n < sizeof prov->candidate - len) len += (size_t)n;
+        attest_campaign_provenance_candidate(prov, jobs[j].candidate, &len);
         prov->cases_planned += jobs[j].use_case_seed ? 1 : jobs[j].cases;
         const size_t used = strlen(prov->jobs);
         if (used + 1 < sizeof prov->jobs &&
@@ -173,16 +169,6 @@ static void fill_provenance(attest_results_provenance *prov, const attest_job *j
             prov->jobs[used] = '\0'; /* too many jobs to record: their cases replay from repros */
         }
     }
-    snprintf(prov->kernel, sizeof prov->kernel, "%s", kernel ? kernel : "");
-    snprintf(prov->policy_name, sizeof prov->policy_name, "%s",
-             attest_policy_name(opt->runner.policy));
-    snprintf(prov->policy_hash, sizeof prov->policy_hash, "%s",
-             attest_policy_hash(opt->runner.policy));
-    snprintf(prov->policy_origin, sizeof prov->policy_origin, "%s",
-             attest_policy_origin(opt->runner.policy));
-    prov->policy_text = attest_policy_text(opt->runner.policy);
-    snprintf(prov->command_line, sizeof prov->command_line, "%s",
-             opt->command_line ? opt->command_line : "");
     prov->seed = jobs[0].seed;
 }
 

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "attest/layout.h"
-#include "commands.h"
-#include "gen_options.h"
+#include "attest/usage.h"
+#include "attest/gen_options.h"
 
 typedef enum flag_kind { FLAG_BOUND, FLAG_PAGE_SIZE, FLAG_LAYOUT, FLAG_SET, FLAG_CLEAR } flag_kind;
 
