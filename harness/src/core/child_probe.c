@@ -88,6 +88,13 @@ int child_isolate(int channel, child_fds keep)
         (void)dup2(devnull, STDIN_FILENO);
         if (devnull != STDIN_FILENO) close(devnull);
     }
+    if (channel < 0) {
+#ifdef SYS_close_range
+        if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0) return -1;
+#endif
+        (void)close_inherited(-1, keep == CHILD_FDS_FILES);
+        return -1;
+    }
     if (keep == CHILD_FDS_FILES) {
         (void)fcntl(channel, F_SETFD, FD_CLOEXEC);
         (void)close_inherited(channel, 1);

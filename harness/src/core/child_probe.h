@@ -34,7 +34,8 @@ typedef enum child_fds {
  * (killed as one), stdin from /dev/null, `channel` close-on-exec, and every other inherited
  * descriptor closed but those `keep` names (an inherited pipe end would keep some reader waiting
  * for an EOF that never comes while the child lives). Returns the channel's descriptor (3 with
- * CHILD_FDS_NONE). Only in a freshly forked child: it allocates nothing. */
+ * CHILD_FDS_NONE; -1 for a child without one, channel -1, which talks through shared memory).
+ * Only in a freshly forked child: it allocates nothing. */
 int child_isolate(int channel, child_fds keep);
 
 /* What a child runs: writes its reports to fd, returns its exit code. */

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child_probe.h"
+
 #define CANARY_BYTES 64
 #define CANARY_BYTE 0xA5
 
@@ -121,11 +123,9 @@ static attest_status run_child(const attest_topk_candidate *cand, const attest_t
     const pid_t pid = fork();
     ATTEST_RETURN_IF(pid < 0, ATTEST_ERR_CHILD, "topk run: fork: %s", strerror(errno));
     if (pid == 0) {
-        /* A crash must end the child as a signal the parent sees, whatever handlers the parent
-         * installed (a test framework's, a sanitizer's). */
-        static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM};
-        for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
-            signal(crash_signals[i], SIG_DFL);
+        /* Isolated as every child is (child_probe.h): a crash ends it as a signal the parent
+         * sees, whatever handlers the parent installed; it reaches none of the parent's files. */
+        (void)child_isolate(-1, CHILD_FDS_NONE);
         const double limit = timeout * runs;
         struct itimerval it;
         memset(&it, 0, sizeof it);
