@@ -1,0 +1,37 @@
+#!/bin/bash
+# The time-capped GPU campaigns of docs/device-runs.md: each campaign is 16 processes at once,
+# each running up to five chunks of `attest run ... --cases 1250 --seed S --quiet` (distinct
+# seeds) until its cap; prints the cases that finished and their verdicts, summed.
+#   bash bench/gpu_campaigns.sh ATTEST [TMPDIR]
+set -u
+A=${1:?usage: gpu_campaigns.sh ATTEST [TMPDIR]}
+T=$(mktemp -d "${2:-${TMPDIR:-/tmp}}/gpu_campaigns.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+camp() {  # name base-seed seconds flags...
+    local name=$1 base=$2 secs=$3 t0=$SECONDS
+    shift 3
+    for p in $(seq 0 15); do
+        (
+            end=$((SECONDS + secs))
+            for k in 0 1 2 3 4; do
+                [ $SECONDS -lt $end ] || break
+                "$A" run "$@" --cases 1250 --seed $((base + p * 10 + k)) --quiet > "$T/$name.$p.$k" 2>&1
+                echo "rc=$?" >> "$T/$name.$p.$k"
+            done
+        ) &
+    done
+    wait
+    cat "$T/$name".* | awk -v n="$name" -v s=$((SECONDS - t0)) '
+        /^  verdicts:/ { sub(/^  verdicts: /, ""); m = split($0, a, /, /)
+                         for (i = 1; i <= m; i++) { split(a[i], b, " "); v[b[1]] += b[2]; tot += b[2] } }
+        /^rc=/ { runs++; if ($0 != "rc=0") bad++ }
+        END { printf "%s: %d cases in %d s, %d chunks (%d exit!=0):", n, tot, s, runs, bad
+              for (k in v) printf " %s %d", k, v[k]; printf "\n" }'
+    grep -h "^case [0-9]*:" "$T/$name".* | head -3
+}
+camp paged-default 100000 30 --candidate cuda-indexer-paged
+camp mma-default 200000 30 --candidate cuda-indexer-paged-mma
+camp mla-default 300000 55 --candidate cuda-mla-decode
+camp paged-prod 400000 35 --candidate cuda-indexer-paged --production
+camp mma-prod 500000 25 --candidate cuda-indexer-paged-mma --production
+camp mla-prod 600000 35 --candidate cuda-mla-decode --production
