@@ -12,8 +12,10 @@
  * --digest N prints, instead of timings, a digest of the bytes of every reference output and
  * every computed bound of N generated cases per family (seed 1; default bounds, then a quarter
  * as many with --max-heads 128 --max-topk 512), through attest_ref_bounds and attest_ref_compute
- * (which skips the bounds' work): a change that makes the references faster without changing
- * what they compute leaves the digest as it was (bench/compare.sh builds both revisions with this file).
+ * (which skips the bounds' work), and of the outputs of the built-in float32 kernels
+ * (cpu-indexer, cpu-mla-decode) on the same cases: a change that makes the references or the
+ * kernels faster without changing what they compute leaves the digest as it was
+ * (bench/compare.sh builds both revisions with this file).
  */
 #include <math.h>
 #include <stdint.h>
@@ -27,6 +29,7 @@
 #include "attest/generator.h"
 #include "attest/numerics.h"
 #include "attest/reference.h"
+#include "attest/registry.h"
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 static int g_only, g_row; /* --only N: run the N-th shape alone (1-based), for perf stat */
@@ -329,6 +332,20 @@ static uint64_t digest_family(attest_kernel kernel, int n, int big)
             h = fnv(h, bounds[o], counts[o] * sizeof(double));
         }
         check(attest_ref_compute(&c, ATTEST_REF_SIMULATED, outs), "reference");
+        const attest_candidate *cand = NULL;
+        check(attest_candidate_resolve(kernel == ATTEST_KERNEL_INDEXER ? "cpu-indexer"
+                                                                       : "cpu-mla-decode",
+                                       &cand),
+              "candidate");
+        attest_kernel_args args;
+        check(attest_case_args(&c, &args), "case arguments");
+        if (cand->run(NULL, &args) != 0) {
+            fprintf(stderr, "bench: %s failed on a generated case\n", cand->name);
+            exit(2);
+        }
+        for (size_t t = 0; t < c.num_tensors; t++)
+            if (c.tensors[t].role == ATTEST_ROLE_OUTPUT)
+                h = fnv(h, c.tensors[t].data, c.tensors[t].nbytes);
         for (int o = 0; o < no; o++) {
             h = fnv(h, outs[o], counts[o] * sizeof(double));
             free(outs[o]);

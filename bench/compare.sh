@@ -75,7 +75,9 @@ if want refs; then
   d_old=$("$dir/old-rel/bench/bench_references" --digest 200 | tail -n +2)
   d_new=$("$dir/new-rel/bench/bench_references" --digest 200 | tail -n +2)
   if [ "$d_old" = "$d_new" ]; then echo "digest of outputs and bounds: identical"; else
-    echo "digest of outputs and bounds: DIFFERENT"; paste <(echo "$d_old") <(echo "$d_new"); fi
+    echo "digest of outputs and bounds: DIFFERENT (also when the generator's draws changed between"
+    echo "the two revisions, as they did in issue 10's item 4: then compare with a later --old)"
+    paste <(echo "$d_old") <(echo "$d_new"); fi
   echo
   echo "| shape | before ms | after ms | speed-up |"
   echo "|---|---|---|---|"
@@ -126,21 +128,32 @@ if want fuzz; then
     build "$s" fuzz-nosan fuzz_mla_decode fuzz_indexer
   done
   echo "## libFuzzer kernel targets (exec/s libFuzzer reports after -max_total_time=$fuzz_s from an empty corpus, -seed=1)"
-  echo "| target | build | before exec/s | after exec/s |"
-  echo "|---|---|---|---|"
+  echo "(wall: libFuzzer's exec/s; CPU: runs per second of the fuzzer's own CPU time, what one core"
+  echo "gives when the machine is not shared)"
+  echo "| target | build | before exec/s wall | after exec/s wall | before exec/s CPU | after exec/s CPU |"
+  echo "|---|---|---|---|---|---|"
   tmp=$(mktemp -d)
   for t in mla_decode indexer; do
     for k in fuzz-nosan fuzz; do
       line="| $t | $([ "$k" = fuzz ] && echo ASan+UBSan || echo no sanitizer) |"
+      cpu_cols=""
       for s in old new; do
         rm -rf "$tmp/corpus" && mkdir -p "$tmp/corpus"
-        (cd "$tmp" && ATTEST_FUZZ_ARTIFACTS="$tmp" "$dir/$s-$k/fuzz/fuzz_$t" -seed=1 -max_total_time="$fuzz_s" \
+        (cd "$tmp" && ATTEST_FUZZ_ARTIFACTS="$tmp" /usr/bin/time -f "%U %S" -o "$tmp/cpu" \
+           "$dir/$s-$k/fuzz/fuzz_$t" -seed=1 -max_total_time="$fuzz_s" \
            -max_len=512 -len_control=0 corpus >"$tmp/log" 2>&1) || true
         rate=$(grep -oE 'exec/s: [0-9]+' "$tmp/log" | tail -1 | grep -oE '[0-9]+' || echo "?")
-        grep -q "Done [0-9]* runs" "$tmp/log" || rate="$rate (stopped: $(grep -m1 -oE '(ERROR|==[0-9]+==).*' "$tmp/log" | cut -c1-60))"
+        runs=$(grep -oE '^Done [0-9]+ runs' "$tmp/log" | grep -oE '[0-9]+' | tail -1 || true)
+        if [ -z "$runs" ]; then
+          rate="$rate (stopped: $(grep -m1 -oE '(ERROR|==[0-9]+==).*' "$tmp/log" | cut -c1-60))"
+          cpu="?"
+        else
+          cpu=$(awk -v n="$runs" '{printf "%.0f", n / ($1 + $2)}' "$tmp/cpu")
+        fi
         line="$line $rate |"
+        cpu_cols="$cpu_cols $cpu |"
       done
-      echo "$line"
+      echo "$line$cpu_cols"
     done
   done
   rm -rf "$tmp"

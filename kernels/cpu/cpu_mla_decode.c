@@ -146,24 +146,51 @@ static int load_scope(const mla_geom *g, const cpu_mla_faults *f, const mla_scop
     return 0;
 }
 
+/* dot[j] = q . K_slot[j] for n <= 4 slots, each a float32 sum in dim order; four at a time
+ * they are independent chains the CPU overlaps (one chain waits on every add). */
+static void dots(const float *q, const float *keys, int k_dim, const int *slot, int n, float *dot)
+{
+    if (n == 4) {
+        const float *k0 = keys + (size_t)slot[0] * k_dim, *k1 = keys + (size_t)slot[1] * k_dim;
+        const float *k2 = keys + (size_t)slot[2] * k_dim, *k3 = keys + (size_t)slot[3] * k_dim;
+        float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
+        for (int d = 0; d < k_dim; d++) {
+            d0 += q[d] * k0[d];
+            d1 += q[d] * k1[d];
+            d2 += q[d] * k2[d];
+            d3 += q[d] * k3[d];
+        }
+        dot[0] = d0, dot[1] = d1, dot[2] = d2, dot[3] = d3;
+        return;
+    }
+    for (int j = 0; j < n; j++) {
+        const float *k = keys + (size_t)slot[j] * k_dim;
+        float acc = 0.0f;
+        for (int d = 0; d < k_dim; d++) acc += q[d] * k[d];
+        dot[j] = acc;
+    }
+}
+
 /* Partial (out, lse) of one tile of slots [begin, end) for one head. */
 static void tile_partial(const mla_geom *g, const cpu_mla_faults *f, const mla_scratch *s,
                          int begin, int end, float sm_scale, int d_v, float *out, float *lse)
 {
     float m = -INFINITY;
     int n_valid = 0;
+    int pend[4], np = 0;
+    float dot[4];
     for (int i = begin; i < end; i++) {
-        float score = -INFINITY;
-        if (s->valid[i]) {
-            const float *k = s->keys + (size_t)i * g->k_dim;
-            float dot = 0.0f;
-            for (int d = 0; d < g->k_dim; d++) dot += s->q[d] * k[d];
-            score = sm_scale * dot;
-            n_valid++;
-            if (score > m) m = score;
+        s->scores[i - begin] = -INFINITY;
+        if (s->valid[i]) pend[np++] = i;
+        if (np == 4 || (i == end - 1 && np > 0)) {
+            dots(s->q, s->keys, g->k_dim, pend, np, dot);
+            for (int j = 0; j < np; j++) s->scores[pend[j] - begin] = sm_scale * dot[j];
+            n_valid += np;
+            np = 0;
         }
-        s->scores[i - begin] = score;
     }
+    for (int i = begin; i < end; i++) /* the running max in slot order, as one pass takes it */
+        if (s->valid[i] && s->scores[i - begin] > m) m = s->scores[i - begin];
     memset(out, 0, sizeof(float) * (size_t)d_v);
     if (n_valid == 0 && !f->no_merge_guard) {
         *lse = -INFINITY;
