@@ -9,6 +9,7 @@
 
 #include "attest/compare.h"
 #include "attest/conventions.h"
+#include "attest/policy.h"
 #include "attest/reference.h"
 #include "attest/reference_topk.h"
 #include "attest/verdict.h"
@@ -283,9 +284,33 @@ static attest_status stage_topk(pipe_stages *s, attest_pipeline_case *pc, chain 
 
 /* The selection against the reference chain's: equal, different within ties (the indexer's
  * bounds on both sides, and the float32 rounding the top-k saw), or beyond. */
-static attest_status compare_selection(attest_pipeline_case *pc, chain *ch, attest_topk_rule rule,
-                                       pipe_result *r)
+/* The indexer seam's tolerance of one logit (reference r, bound B), as the element gate applies
+ * it under the policy: two logits a correct indexer returns can swap order when their reference
+ * values are within the sum of their tolerances. */
+static double logit_tolerance(const attest_tolerance *tol, double atol_eff, double r, double B)
 {
+    if (tol->bound_factor >= 0) {
+        const double bb = tol->bound_factor * B;
+        return bb + attest_rounding_error(ATTEST_DTYPE_F32, fabs(r) + bb);
+    }
+    return atol_eff + tol->rtol * fabs(r);
+}
+
+static attest_status compare_selection(const pipe_stages *s, attest_pipeline_case *pc, chain *ch,
+                                       attest_topk_rule rule, pipe_result *r)
+{
+    attest_tolerance tol;
+    if (attest_policy_lookup(s->policy, ATTEST_KERNEL_INDEXER, "logits", &tol) != ATTEST_OK) {
+        /* No entry: the computed bound as the default policy applies it. */
+        attest_clear_error();
+        memset(&tol, 0, sizeof tol);
+        tol.bound_factor = 1;
+    }
+    double max_ref = 0;
+    for (size_t i = 0; i < (size_t)ch->rows * ch->width; i++)
+        if (isfinite(ch->ref[i]) && fabs(ch->ref[i]) > max_ref) max_ref = fabs(ch->ref[i]);
+    const double atol_eff = tol.atol > tol.atol_ref_scale * max_ref ? tol.atol
+                                                                    : tol.atol_ref_scale * max_ref;
     const attest_indexer_params *x = &pc->indexer.params.indexer;
     const int32_t *lens = tensor_i32(&pc->indexer, "context_lens");
     const int32_t *table = tensor_i32(&pc->indexer, "block_table");
@@ -321,13 +346,14 @@ static attest_status compare_selection(attest_pipeline_case *pc, chain *ch, atte
             r->rows_equal++;
             continue;
         }
-        double band = 0, top = 0;
+        double band = 0;
         for (int32_t t = 0; t < len; t++) {
             const double bt = ch->bound[(size_t)row * ch->width + t];
-            if (isfinite(bt) && bt > band) band = bt;
-            if (isfinite(rs[t]) && fabs(rs[t]) > top) top = fabs(rs[t]);
+            if (!isfinite(rs[t])) continue;
+            const double e = logit_tolerance(&tol, atol_eff, rs[t], isfinite(bt) ? bt : 0);
+            if (e > band) band = e;
         }
-        band = 2 * band + 2 * attest_rounding_error(ATTEST_DTYPE_F32, top);
+        band *= 2; /* both sides of a swap */
         double recall = 0;
         if (attest_compare_topk_row(rs, len, cand, ref_set, ch->k, band, 0.0, &recall) != ATTEST_OK) {
             attest_clear_error(); /* a position out of range or twice: the top-k seam says which */
@@ -434,7 +460,7 @@ attest_status pipe_judge(pipe_stages *s, attest_pipeline_case *pc, pipe_result *
         snprintf(r->detail[1], sizeof r->detail[1], "not run: the indexer left no logits");
     if (st == ATTEST_OK && have) st = stage_topk(s, pc, &ch, r, &valid);
     const attest_topk_rule rule = s->topk ? s->topk->rule : ATTEST_TOPK_BY_SCORE;
-    if (st == ATTEST_OK && have) st = compare_selection(pc, &ch, rule, r);
+    if (st == ATTEST_OK && have) st = compare_selection(s, pc, &ch, rule, r);
     if (st == ATTEST_OK && have && !valid)
         snprintf(r->detail[2], sizeof r->detail[2],
                  "not run: the selection holds physical indices outside the pool");

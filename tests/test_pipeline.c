@@ -2,7 +2,8 @@
  * (cli/pipeline_judge.h): the generator is deterministic, puts the decode cache on the
  * indexer's blocks (held positions written, the rest poison) and plants ties; the chain check
  * names the field that breaks it; the reference chain passes; a mutant of each stage breaks its
- * own seam; a top-k breaking ties the other way passes and its selection's effect is measured. */
+ * own seam; a top-k breaking ties the other way passes and its selection's effect is measured;
+ * an indexer a lenient policy lets through breaks the end-to-end seam. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -245,6 +246,63 @@ static void test_judge_mutants_break_their_seam(void **state)
     }
 }
 
+/* cpu-indexer, then the last valid position of every row raised above the row's best: a finite
+ * error the indexer seam fails under the default policy. */
+static int run_promote_last(void *ctx, const attest_kernel_args *a)
+{
+    const int rc = attest_builtin_find("cpu-indexer")->run(ctx, a);
+    const attest_indexer_args *x = &a->u.indexer;
+    for (int32_t row = 0; row < x->params->b * x->params->next_n; row++) {
+        const int32_t len = attest_indexer_row_length(x->params, x->context_lens, row);
+        float *l = x->logits + (size_t)row * x->params->max_len, best = 0;
+        for (int32_t t = 0; t < len; t++)
+            if (l[t] > best) best = l[t];
+        if (len > 1) l[len - 1] = best + 1000.0f;
+    }
+    return rc;
+}
+
+/* A policy whose indexer gates let every element fail lets that indexer pass its seam; its
+ * logits reorder the selection beyond ties, which only the end-to-end seam sees. */
+static void test_end_to_end_seam(void **state)
+{
+    (void)state;
+    attest_candidate promote = *attest_builtin_find("cpu-indexer");
+    promote.name = "test-promote-last";
+    promote.run = run_promote_last;
+    static const char lenient[] =
+        "{\"schema\": 1, \"name\": \"lenient-logits\", \"version\": \"1\", \"description\": \"test\","
+        " \"entries\": [{\"kernel\": \"indexer\", \"output\": \"logits\", \"bound_factor\": 1,"
+        " \"accumulation\": \"fp32\", \"max_fail_fraction\": 1.0, \"cos_diff_max\": 2.0,"
+        " \"nmse_max\": null, \"max_code_distance\": null, \"topk_min_recall\": null,"
+        " \"source\": \"test: element failures allowed\"}]}";
+    attest_policy *policies[2] = {NULL, NULL};
+    assert_ok(attest_policy_default(&policies[0]));
+    assert_ok(attest_policy_parse(lenient, sizeof lenient - 1, "lenient", &policies[1]));
+    const attest_pipeline_gen_bounds g = attest_pipeline_gen_defaults();
+    for (int p = 0; p < 2; p++) {
+        pipe_stages s;
+        memset(&s, 0, sizeof s);
+        s.policy = policies[p];
+        s.indexer = &promote;
+        assert_ok(pipe_stages_open(&s, 10.0, 0));
+        int broke[5] = {0};
+        for (int i = 0; i < 20; i++) {
+            attest_pipeline_case pc;
+            pipe_result r;
+            assert_ok(attest_pipeline_generate(attest_pipeline_case_seed(9, (uint64_t)i), &g, &pc));
+            assert_ok(pipe_judge(&s, &pc, &r));
+            broke[r.broke]++;
+            if (r.broke == PIPE_SEAM_END_TO_END) assert_non_null(strstr(r.detail[3], "beyond ties"));
+            attest_pipeline_case_free(&pc);
+        }
+        pipe_stages_close(&s);
+        if (p == 0) assert_true(broke[PIPE_SEAM_INDEXER] > 0 && broke[PIPE_SEAM_END_TO_END] == 0);
+        else assert_true(broke[PIPE_SEAM_INDEXER] == 0 && broke[PIPE_SEAM_END_TO_END] > 0);
+    }
+    attest_policy_free(policies[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_check_names_the_field),
         cmocka_unit_test(test_judge_correct_chains_pass),
         cmocka_unit_test(test_judge_mutants_break_their_seam),
+        cmocka_unit_test(test_end_to_end_seam),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
