@@ -103,6 +103,25 @@ static void cuda_indexer_paged_passes(void **state)
     expect_all_ok("cuda-indexer", 1, g, 25, 100, "default bounds");
 }
 
+/* The mma.sync streaming kernel on its own (cuda-indexer-paged runs wgmma for 128 heads), with
+ * the graph check: default bounds, 128 heads with MTP, and next_n up to 4 at 64 heads (4 row
+ * tiles, the most it takes). */
+static void cuda_indexer_paged_mma_passes(void **state)
+{
+    (void)state;
+    attest_gen_options g = attest_gen_defaults(ATTEST_KERNEL_INDEXER);
+    expect_all_ok("cuda-indexer-paged-mma", 1, g, 26, 300, "default bounds");
+    attest_gen_options wide = g;
+    wide.max_heads = 128;
+    wide.max_len = 3000;
+    expect_all_ok("cuda-indexer-paged-mma", 1, wide, 27, 100, "heads up to 128, next_n up to 2");
+    attest_gen_options mtp = g;
+    mtp.max_next_n = 4;
+    mtp.production_heads = 0;  /* 128 heads with next_n 3-4: more warps than either kernel takes */
+    expect_all_ok("cuda-indexer-paged-mma", 1, mtp, 28, 100, "next_n up to 4");
+    expect_all_ok("cuda-indexer-paged", 1, mtp, 29, 100, "next_n up to 4");
+}
+
 /* The wrong-stride variant is a MISMATCH; the capture-lengths variant passes eagerly and is a
  * GRAPH_MISMATCH under the graph check. */
 static void paged_mutants_are_caught(void **state)
@@ -227,6 +246,7 @@ int main(void)
         cmocka_unit_test(cuda_indexer_passes),
         cmocka_unit_test(illegal_address_is_a_crash_and_the_run_goes_on),
         cmocka_unit_test(cuda_indexer_paged_passes),
+        cmocka_unit_test(cuda_indexer_paged_mma_passes),
         cmocka_unit_test(paged_mutants_are_caught),
         cmocka_unit_test(cuda_mla_decode_passes),
         cmocka_unit_test(mla_mutants_are_caught),
