@@ -58,6 +58,21 @@ has "^result: PASS \(100 cases\)"
 expect 0 run --kernel pipeline --candidate topk=cpu-topk-ties-high --cases 1 --case-seed 0x2a
 has "^  end-to-end selection vs the reference chain's"
 
+# Stages of any candidate kind: a plugin indexer, and Python (external process) stages where numpy
+# is there.
+plugin=${ATTEST_BINARY_DIR:-}/plugins/libattest_plugin_example.so
+if [ -f "$plugin" ]; then
+  expect 0 run --kernel pipeline --candidate "indexer=$plugin:example-indexer" --candidate topk=cpu-topk \
+    --candidate decode=cpu-mla-decode --cases 30
+fi
+src=${ATTEST_SOURCE_DIR:-}
+if [ -n "$src" ] && python3 -c "import numpy" 2>/dev/null; then
+  expect 0 run --kernel pipeline --candidate "indexer=py:$src/python/examples/numpy_indexer.py:indexer" \
+    --candidate topk=cpu-topk-ties-high --candidate "decode=py:$src/python/examples/numpy_mla_decode.py:mla_decode" \
+    --cases 10
+  has "^result: PASS \(10 cases\)"
+fi
+
 # Saved chains replay through attest check.
 # shellcheck disable=SC2086
 expect 1 check $saved --candidate indexer=cpu-indexer --candidate topk=mutant-topk-page-off-by-one \
