@@ -233,3 +233,21 @@ const char *child_probe_end(const child_probe *p, int wstatus, char *buf, size_t
         snprintf(buf, cap, "ended with wait status 0x%x", (unsigned)wstatus);
     return buf;
 }
+
+const char *child_signal_name(int sig, const char *other)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGXCPU: return "SIGXCPU";
+    default: return other;
+    }
+}

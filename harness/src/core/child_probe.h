@@ -75,6 +75,9 @@ int child_probe_finish(child_probe *p);
  * within 60 s", "exited with status 0 without reporting". */
 const char *child_probe_end(const child_probe *p, int wstatus, char *buf, size_t cap);
 
+/* The name of a signal that ends a child, for messages ("SIGSEGV"); `other` for the rest. */
+const char *child_signal_name(int sig, const char *other);
+
 /* Writes all n bytes (EINTR-safe); 0 on success. */
 int child_probe_write_all(int fd, const void *buf, size_t n);
 

@@ -1,4 +1,5 @@
 /* One external candidate process (external_proc.h): start, channel, output tail, stop. */
+#include "child_probe.h"
 #include "external_proc.h"
 
 #include <errno.h>
@@ -312,20 +313,6 @@ void ext_proc_release(ext_proc *p)
     ext_proc_init(p);
 }
 
-static const char *sig_name(int sig)
-{
-    switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    default: return "a signal";
-    }
-}
-
 void ext_proc_describe_exit(ext_proc *p, double wait, char *buf, size_t cap)
 {
     if (p->pid > 0 && reap(p, wait)) p->pid = 0;
@@ -335,7 +322,7 @@ void ext_proc_describe_exit(ext_proc *p, double wait, char *buf, size_t cap)
     else if (st == -1)
         snprintf(buf, cap, "ended (exit status unavailable)");
     else if (WIFSIGNALED(st))
-        snprintf(buf, cap, "killed by %s (signal %d)", sig_name(WTERMSIG(st)), WTERMSIG(st));
+        snprintf(buf, cap, "killed by %s (signal %d)", child_signal_name(WTERMSIG(st), "a signal"), WTERMSIG(st));
     else if (WIFEXITED(st))
         snprintf(buf, cap, "exited with status %d", WEXITSTATUS(st));
     else

@@ -247,31 +247,13 @@ static void worker_main(int fd, const attest_candidate *cand, arena_control *ctl
 
 /* --- the parent's side -------------------------------------------------------------------- */
 
-static const char *signal_abbrev(int sig)
-{
-    switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGSYS: return "SIGSYS";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGXCPU: return "SIGXCPU";
-    default: return "signal";
-    }
-}
-
 static void describe_status(int status, char *buf, size_t cap)
 {
     if (status == -1) {
         snprintf(buf, cap, "worker died (exit status unavailable)");
     } else if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
-        snprintf(buf, cap, "worker killed by %s (signal %d, %s)", signal_abbrev(sig), sig,
+        snprintf(buf, cap, "worker killed by %s (signal %d, %s)", child_signal_name(sig, "signal"), sig,
                  strsignal(sig));
     } else if (WIFEXITED(status)) {
         /* Sanitizers report and exit(1); glibc heap checks abort (a signal above). */
