@@ -22,6 +22,12 @@ static const char default_device_shapes[] =
     "b=64,len=65536,heads=128;b=1,len=65536";
 /* Host candidates are references-speed: small shapes. */
 static const char default_host_shapes[] = "b=1,len=4096;b=2,len=8192,max_len=16384";
+/* Sparse MLA decode: DeepSeek-V4 decode (b=64, 64 heads, topk 2048), MTP (2 queries), V3.2
+ * (128 heads), one request alone; on the host a small one. */
+static const char default_mla_device_shapes[] =
+    "b=64,s_q=1,heads=64,topk=2048;b=64,s_q=2,heads=64,topk=2048;"
+    "b=64,s_q=1,heads=128,topk=2048,layout=mla-v32;b=1,s_q=1,heads=64,topk=2048";
+static const char default_mla_host_shapes[] = "b=1,s_q=1,heads=16,topk=256";
 
 static void usage(FILE *f)
 {
@@ -31,12 +37,17 @@ static void usage(FILE *f)
             "\n"
             "Times a candidate on cases of given shapes: per launch after warm-up (CUDA events on\n"
             "a device, wall clock on the host), median and spread, the bytes any correct kernel\n"
-            "must move, achieved GB/s and %% of a peak. Indexer shapes only so far.\n"
+            "must move, achieved GB/s and %% of a peak. Indexer and sparse MLA decode shapes.\n"
             "Exit status: 0 measured, 2 usage, input or device error.\n"
             "\n"
             "  --candidate SPEC   built-in name (attest list) or path/lib.so:NAME (repeatable)\n"
-            "  --shapes 'S;S'     shapes 'b=64,len=65536,max_len=262144,heads=64,next_n=1'\n"
+            "  --shapes 'S;S'     indexer shapes 'b=64,len=65536,max_len=262144,heads=64,next_n=1'\n"
             "                     (max_len defaults to len, heads to 64, next_n to 1); default:\n"
+            "                     device %s\n"
+            "                     host %s\n"
+            "                     mla-decode shapes 'b=64,s_q=1,heads=64,topk=2048,ctx=N,\n"
+            "                     layout=mla-v4|mla-v32' (ctx defaults to topk, heads to 64, s_q\n"
+            "                     to 1, layout to mla-v4); default:\n"
             "                     device %s\n"
             "                     host %s\n"
             "  --iters N          timed runs per shape (default 20)\n"
@@ -45,7 +56,8 @@ static void usage(FILE *f)
             "  --seed S           bytes of the cases (default 1)\n"
             "  --out FILE         write the rows to an HDF5 bench file (table /bench)\n"
             "  --force            replace an existing HDF5 file at --out\n",
-            default_device_shapes, default_host_shapes, ATTEST_BENCH_DEFAULT_PEAK_GBPS);
+            default_device_shapes, default_host_shapes, default_mla_device_shapes,
+            default_mla_host_shapes, ATTEST_BENCH_DEFAULT_PEAK_GBPS);
 }
 
 static const struct option long_options[] = {
@@ -82,7 +94,7 @@ void attest_bench_print_timing(FILE *f, const attest_bench_row *row)
         fprintf(f, "  host candidate: timed with the wall clock\n");
 }
 
-static int parse_shapes(const char *text, attest_bench_shape *shapes)
+static int parse_shapes(attest_kernel kernel, const char *text, attest_bench_shape *shapes)
 {
     char buf[4096];
     if (snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf) {
@@ -95,7 +107,7 @@ static int parse_shapes(const char *text, attest_bench_shape *shapes)
             attest_cli_usage_error("bench", "--shapes: at most %d shapes", MAX_SHAPES);
             return -1;
         }
-        if (attest_bench_parse_shape(s, &shapes[n]) != ATTEST_OK) {
+        if (attest_bench_parse_kernel_shape(kernel, s, &shapes[n]) != ATTEST_OK) {
             attest_cli_usage_error("bench", "%s", attest_last_error());
             return -1;
         }
@@ -158,18 +170,21 @@ int attest_cmd_bench(int argc, char **argv)
     for (int i = 0; i < num_specs; i++) {
         if (attest_candidate_resolve(specs[i], &cands[i]) != ATTEST_OK)
             return attest_cli_usage_error("bench", "%s", attest_last_error());
-        if (cands[i]->kernel != ATTEST_KERNEL_INDEXER)
-            return attest_cli_usage_error("bench", "'%s': only indexer candidates can be "
-                                                   "benchmarked so far", cands[i]->name);
+        if (cands[i]->kernel != ATTEST_KERNEL_INDEXER && cands[i]->kernel != ATTEST_KERNEL_MLA_DECODE)
+            return attest_cli_usage_error("bench", "'%s': only indexer and mla-decode candidates "
+                                                   "can be benchmarked so far", cands[i]->name);
     }
     /* Shapes are checked before any case is built or device opened. */
     attest_bench_shape shapes[MAX_CANDIDATES][MAX_SHAPES];
     int num_shapes[MAX_CANDIDATES];
     for (int i = 0; i < num_specs; i++) {
+        const int device = cands[i]->domain == ATTEST_DOMAIN_DEVICE;
         const char *text = shapes_text ? shapes_text
-                           : cands[i]->domain == ATTEST_DOMAIN_DEVICE ? default_device_shapes
-                                                                       : default_host_shapes;
-        if ((num_shapes[i] = parse_shapes(text, shapes[i])) < 0) return ATTEST_EXIT_USAGE;
+                           : cands[i]->kernel == ATTEST_KERNEL_MLA_DECODE
+                               ? (device ? default_mla_device_shapes : default_mla_host_shapes)
+                               : (device ? default_device_shapes : default_host_shapes);
+        if ((num_shapes[i] = parse_shapes(cands[i]->kernel, text, shapes[i])) < 0)
+            return ATTEST_EXIT_USAGE;
     }
     attest_bench_row *rows = calloc((size_t)num_specs * MAX_SHAPES, sizeof *rows);
     if (!rows) return attest_cli_usage_error("bench", "out of memory");

@@ -17,12 +17,20 @@ add_test(NAME cli_bench COMMAND attest bench --candidate cpu-indexer
 set_tests_properties(cli_bench PROPERTIES LABELS cli TIMEOUT 120
   ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES="
   PASS_REGULAR_EXPRESSION "b=1,len=64,max_len=64,heads=64,next_n=1 .*b=2,len=100,max_len=200,heads=64,next_n=1 .*host candidate: timed with the wall clock")
+# attest bench on an MLA decode host candidate: its shape rows, gathered bytes counted.
+add_test(NAME cli_bench_mla COMMAND attest bench --candidate cpu-mla-decode
+  --shapes "b=1,s_q=1,heads=4,topk=64;b=2,s_q=2,heads=4,topk=32,ctx=100,layout=mla-v32" --iters 2 --warmup 0)
+set_tests_properties(cli_bench_mla PROPERTIES LABELS cli TIMEOUT 120
+  ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES="
+  PASS_REGULAR_EXPRESSION "b=1,s_q=1,heads=4,topk=64,ctx=64,layout=mla-v4 .*b=2,s_q=2,heads=4,topk=32,ctx=100,layout=mla-v32 .*host candidate: timed with the wall clock")
 # Bad shapes and options: exit 2 with one line naming the problem, before anything is built.
 add_test(NAME cli_bench_errors COMMAND bash -c "
   out=$($<TARGET_FILE:attest> bench --candidate cpu-indexer --shapes 'b=1,len=9,max_len=8' 2>&1); rc=$?
   [ $rc = 2 ] && echo \"$out\" | grep -q 'len 9 exceeds max_len 8' || { echo \"rc $rc: $out\"; exit 1; }
-  out=$($<TARGET_FILE:attest> bench --candidate cpu-mla-decode 2>&1); rc=$?
-  [ $rc = 2 ] && echo \"$out\" | grep -q 'only indexer candidates' || { echo \"rc $rc: $out\"; exit 1; }
+  out=$($<TARGET_FILE:attest> bench --candidate cpu-mla-decode --shapes 'b=1,len=5' 2>&1); rc=$?
+  [ $rc = 2 ] && echo \"$out\" | grep -q \"unknown key 'len' (b, s_q, heads, topk, ctx, layout)\" || { echo \"rc $rc: $out\"; exit 1; }
+  out=$($<TARGET_FILE:attest> bench --candidate cpu-mla-decode --shapes 'b=1,topk=9,ctx=8' 2>&1); rc=$?
+  [ $rc = 2 ] && echo \"$out\" | grep -q 'topk 9 exceeds ctx 8' || { echo \"rc $rc: $out\"; exit 1; }
   out=$($<TARGET_FILE:attest> bench --candidate cpu-indexer --iters 0 2>&1); rc=$?
   [ $rc = 2 ] || { echo \"rc $rc: $out\"; exit 1; }
   echo PASS")

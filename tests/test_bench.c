@@ -168,6 +168,82 @@ static void test_bench_host_and_file(void **state)
     rmdir(dir);
 }
 
+/* MLA decode shapes: defaults (s_q 1, heads 64, ctx = topk, mla-v4), v32, canonical form, and
+ * the errors (an indexer key, topk past ctx, an unknown layout, no topk, no b; a family without
+ * shapes). */
+static void test_parse_mla_shape(void **state)
+{
+    (void)state;
+    attest_bench_shape s;
+    char buf[128];
+    assert_ok(attest_bench_parse_kernel_shape(ATTEST_KERNEL_MLA_DECODE, "topk=2048,b=64", &s));
+    assert_int_equal(s.kernel, ATTEST_KERNEL_MLA_DECODE);
+    assert_int_equal(s.b, 64);
+    assert_int_equal(s.s_q, 1);
+    assert_int_equal(s.heads, 64);
+    assert_int_equal(s.topk, 2048);
+    assert_int_equal(s.ctx, 2048);
+    assert_int_equal(s.layout, ATTEST_LAYOUT_MLA_V4);
+    attest_bench_shape_string(&s, buf, sizeof buf);
+    assert_string_equal(buf, "b=64,s_q=1,heads=64,topk=2048,ctx=2048,layout=mla-v4");
+    assert_ok(attest_bench_parse_kernel_shape(ATTEST_KERNEL_MLA_DECODE,
+                                              "b=2,s_q=2,heads=128,topk=10,ctx=100,layout=mla-v32", &s));
+    assert_int_equal(s.layout, ATTEST_LAYOUT_MLA_V32);
+    attest_bench_shape_string(&s, buf, sizeof buf);
+    assert_string_equal(buf, "b=2,s_q=2,heads=128,topk=10,ctx=100,layout=mla-v32");
+    static const char *const bad[] = {"b=1,topk=8,len=5", "b=1,topk=9,ctx=8",
+                                      "b=1,topk=8,layout=mla-v5", "b=1,heads=8", "topk=8"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(attest_bench_parse_kernel_shape(ATTEST_KERNEL_MLA_DECODE, bad[i], &s),
+                         ATTEST_ERR_INVALID_ARGUMENT);
+    assert_int_equal(attest_bench_parse_kernel_shape((attest_kernel)99, "b=1", &s),
+                     ATTEST_ERR_UNSUPPORTED);
+}
+
+/* The MLA case: inputs pass the harness's checks; each query's indices are topk distinct tokens
+ * of its own request's pages. Bytes by hand: b=3 requests x ctx=100 tokens, s_q=2 queries,
+ * topk=100 (every token selected, once per request however many queries select it): reads
+ * 3 x 100 x 584 + 6 x 100 x 4 + 6 x 4 heads x 512 (mla-v4 d_qk) x 2, writes 6 x 4 x (512 x 2 + 4); with
+ * ctx=200 and topk=50, s_q=1: 3 x 50 distinct tokens. */
+static void test_bench_mla_case(void **state)
+{
+    (void)state;
+    attest_bench_shape s;
+    assert_ok(attest_bench_parse_kernel_shape(ATTEST_KERNEL_MLA_DECODE,
+                                              "b=3,s_q=2,heads=4,topk=100", &s));
+    attest_case c;
+    assert_ok(attest_bench_case(&s, 5, &c));
+    assert_ok(attest_case_check_inputs(&c));
+    const attest_mla_params *p = &c.params.mla;
+    assert_int_equal(p->num_pages, 6); /* 3 requests x 2 pages of 64 */
+    assert_int_equal(p->page_size, 64);
+    const int32_t *idx = attest_case_tensor(&c, "indices")->data;
+    int owner[6] = {-1, -1, -1, -1, -1, -1};
+    for (int r = 0; r < 3; r++)
+        for (int q = 0; q < 2; q++) {
+            unsigned char seen[384] = {0};
+            for (int k = 0; k < 100; k++) {
+                const int32_t t = idx[(r * 2 + q) * 100 + k];
+                assert_true(t >= 0 && t < 384);
+                assert_int_equal(seen[t], 0);
+                seen[t] = 1;
+                if (owner[t / 64] < 0) owner[t / 64] = r;
+                assert_int_equal(owner[t / 64], r);
+            }
+        }
+    double rd = 0, wr = 0;
+    attest_bench_bytes(&c, &rd, &wr);
+    assert_true(rd == 3.0 * 100 * 584 + 6.0 * 100 * 4 + 6.0 * 4 * 512 * 2);
+    assert_true(wr == 6.0 * 4 * (512 * 2 + 4));
+    attest_case_free(&c);
+    assert_ok(attest_bench_parse_kernel_shape(ATTEST_KERNEL_MLA_DECODE,
+                                              "b=3,heads=4,topk=50,ctx=200", &s));
+    assert_ok(attest_bench_case(&s, 6, &c));
+    attest_bench_bytes(&c, &rd, &wr);
+    assert_true(rd == 3.0 * 50 * 584 + 3.0 * 50 * 4 + 3.0 * 4 * 512 * 2);
+    attest_case_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +251,8 @@ int main(void)
         cmocka_unit_test(test_parse_shape_errors),
         cmocka_unit_test(test_bench_case),
         cmocka_unit_test(test_bench_bytes),
+        cmocka_unit_test(test_parse_mla_shape),
+        cmocka_unit_test(test_bench_mla_case),
         cmocka_unit_test(test_bench_host_and_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

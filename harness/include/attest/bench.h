@@ -8,10 +8,11 @@
  * the wall clock. The bench runs in the calling process (no worker): a device candidate opens
  * CUDA here, so do not fork a runner from the same process afterwards.
  *
- * "Bytes that must move" counts what any correct kernel has to touch once: the cache pages a
- * request's length covers (8448 bytes per 64 positions, once per request however many next_n
- * rows share them), their page-table entries, the lengths, q and the weights it reads, and the
- * whole logits array it writes (-inf past the length is part of the output).
+ * "Bytes that must move" counts what any correct kernel has to touch once. Indexer: the cache
+ * pages a request's length covers (8448 bytes per 64 positions, once per request however many
+ * next_n rows share them), their page-table entries, the lengths, q and the weights it reads,
+ * and the whole logits array it writes (-inf past the length is part of the output). MLA decode:
+ * see attest_bench_bytes.
  */
 #ifndef ATTEST_BENCH_H
 #define ATTEST_BENCH_H
@@ -29,26 +30,40 @@ extern "C" {
 /* The default peak for "% of peak": 4.27 TB/s, the HBM bandwidth measured on an H200. */
 #define ATTEST_BENCH_DEFAULT_PEAK_GBPS 4270.0
 
-/* An indexer shape: "b=64,len=65536,max_len=262144,heads=64,next_n=1" (max_len defaults to
- * len, heads to 64, next_n to 1). */
+/* A shape. Indexer: "b=64,len=65536,max_len=262144,heads=64,next_n=1" (max_len defaults to
+ * len, heads to 64, next_n to 1). Sparse MLA decode: "b=64,s_q=1,heads=64,topk=2048" with
+ * optional ctx (tokens of each request's cache, default topk) and layout (mla-v4, the default,
+ * or mla-v32): every query selects topk distinct tokens of its request, all valid, no sink, no
+ * extra scope, pages of 64 tokens. */
 typedef struct attest_bench_shape {
     attest_kernel kernel;
-    int32_t b, len, max_len, heads, next_n;
+    int32_t b, len, max_len, heads, next_n; /* indexer (b and heads: both) */
+    int32_t s_q, topk, ctx;                 /* mla-decode */
+    int32_t layout;                         /* mla-decode: an attest_layout_id */
 } attest_bench_shape;
 
-/* Parses one shape string (keys above, any order). ATTEST_ERR_INVALID_ARGUMENT naming the key
- * on a bad or missing value. */
+/* Parses one indexer shape string (keys above, any order). ATTEST_ERR_INVALID_ARGUMENT naming
+ * the key on a bad or missing value. */
 attest_status attest_bench_parse_shape(const char *text, attest_bench_shape *out)
     ATTEST_MUST_CHECK;
 
-/* Writes the shape back in canonical form ("b=64,len=65536,max_len=262144,heads=64,next_n=1"). */
+/* The same for a kernel family's shapes (indexer or mla-decode); ATTEST_ERR_UNSUPPORTED for
+ * another family. */
+attest_status attest_bench_parse_kernel_shape(attest_kernel kernel, const char *text,
+                                              attest_bench_shape *out) ATTEST_MUST_CHECK;
+
+/* Writes the shape back in canonical form ("b=64,len=65536,max_len=262144,heads=64,next_n=1";
+ * "b=64,s_q=1,heads=64,topk=2048,ctx=2048,layout=mla-v4"). */
 void attest_bench_shape_string(const attest_bench_shape *s, char *buf, size_t cap);
 
 /* Builds the case of a shape on the heap (free with attest_case_free); `seed` picks the bytes. */
 attest_status attest_bench_case(const attest_bench_shape *s, uint64_t seed, attest_case *out)
     ATTEST_MUST_CHECK;
 
-/* Bytes any correct kernel must read and write for this case. */
+/* Bytes any correct kernel must read and write for this case. Indexer: see above. MLA decode:
+ * every distinct token the queries of a request select (584 bytes in mla-v4, 656 in mla-v32:
+ * fp8 values, scales and bf16 rope, once per request however many of its queries select it),
+ * the indices, the queries, and the outputs and LSEs written. */
 void attest_bench_bytes(const attest_case *c, double *read_bytes, double *write_bytes);
 
 typedef struct attest_bench_options {

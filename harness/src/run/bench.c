@@ -1,12 +1,16 @@
 /* Perf mode (attest/bench.h): shape cases, bytes that must move, timed runs. */
 #include "attest/bench.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attest/clock.h"
 #include "attest/device.h"
+#include "attest/layout.h"
+#include "attest/numerics.h"
 #include "attest/rng.h"
 
 #define MAX_ITERS 100000
@@ -32,10 +36,46 @@ static int parse_int(const char *v, size_t n, int32_t lo, int32_t hi, int32_t *o
     return 0;
 }
 
-attest_status attest_bench_parse_shape(const char *text, attest_bench_shape *out)
+typedef struct shape_key {
+    const char *key;
+    int32_t lo, hi;
+    size_t off;
+} shape_key;
+
+static const shape_key indexer_keys[] = {
+    {"b", 1, 4096, offsetof(attest_bench_shape, b)},
+    {"len", 0, 1 << 20, offsetof(attest_bench_shape, len)},
+    {"max_len", 1, 1 << 20, offsetof(attest_bench_shape, max_len)},
+    {"heads", 1, 1024, offsetof(attest_bench_shape, heads)},
+    {"next_n", 1, 64, offsetof(attest_bench_shape, next_n)},
+};
+static const shape_key mla_keys[] = {
+    {"b", 1, 4096, offsetof(attest_bench_shape, b)},
+    {"s_q", 1, 64, offsetof(attest_bench_shape, s_q)},
+    {"heads", 1, 1024, offsetof(attest_bench_shape, heads)},
+    {"topk", 1, 1 << 16, offsetof(attest_bench_shape, topk)},
+    {"ctx", 1, 1 << 20, offsetof(attest_bench_shape, ctx)},
+};
+
+attest_status attest_bench_parse_kernel_shape(attest_kernel kernel, const char *text,
+                                              attest_bench_shape *out)
 {
     ATTEST_RETURN_IF(!text || !out, ATTEST_ERR_INVALID_ARGUMENT, "bench: no shape");
-    attest_bench_shape s = {ATTEST_KERNEL_INDEXER, 0, 0, 0, 64, 1};
+    ATTEST_RETURN_IF(kernel != ATTEST_KERNEL_INDEXER && kernel != ATTEST_KERNEL_MLA_DECODE,
+                     ATTEST_ERR_UNSUPPORTED, "bench: no shapes for %s kernels",
+                     attest_kernel_name(kernel));
+    const int mla = kernel == ATTEST_KERNEL_MLA_DECODE;
+    const shape_key *keys = mla ? mla_keys : indexer_keys;
+    const size_t num_keys = mla ? sizeof mla_keys / sizeof mla_keys[0]
+                                : sizeof indexer_keys / sizeof indexer_keys[0];
+    const char *names = mla ? "b, s_q, heads, topk, ctx, layout" : "b, len, max_len, heads, next_n";
+    attest_bench_shape s;
+    memset(&s, 0, sizeof s);
+    s.kernel = kernel;
+    s.heads = 64;
+    s.next_n = 1;
+    s.s_q = 1;
+    s.layout = ATTEST_LAYOUT_MLA_V4;
     const char *p = text;
     while (*p) {
         const char *end = strchr(p, ',');
@@ -44,24 +84,23 @@ attest_status attest_bench_parse_shape(const char *text, attest_bench_shape *out
         ATTEST_RETURN_IF(!eq, ATTEST_ERR_INVALID_ARGUMENT,
                          "bench: shape '%s': expected key=value, got '%.*s'", text, (int)n, p);
         const size_t klen = (size_t)(eq - p), vlen = n - klen - 1;
-        static const struct {
-            const char *key;
-            int32_t lo, hi;
-            size_t off;
-        } keys[] = {
-            {"b", 1, 4096, offsetof(attest_bench_shape, b)},
-            {"len", 0, 1 << 20, offsetof(attest_bench_shape, len)},
-            {"max_len", 1, 1 << 20, offsetof(attest_bench_shape, max_len)},
-            {"heads", 1, 1024, offsetof(attest_bench_shape, heads)},
-            {"next_n", 1, 64, offsetof(attest_bench_shape, next_n)},
-        };
+        if (mla && klen == 6 && strncmp(p, "layout", 6) == 0) {
+            if (vlen == 6 && strncmp(eq + 1, "mla-v4", 6) == 0)
+                s.layout = ATTEST_LAYOUT_MLA_V4;
+            else if (vlen == 7 && strncmp(eq + 1, "mla-v32", 7) == 0)
+                s.layout = ATTEST_LAYOUT_MLA_V32;
+            else
+                return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                                   "bench: shape '%s': layout must be mla-v4 or mla-v32", text);
+            p += n;
+            if (*p == ',') p++;
+            continue;
+        }
         size_t k = 0;
-        while (k < sizeof keys / sizeof keys[0] &&
-               (strlen(keys[k].key) != klen || strncmp(keys[k].key, p, klen) != 0))
+        while (k < num_keys && (strlen(keys[k].key) != klen || strncmp(keys[k].key, p, klen) != 0))
             k++;
-        ATTEST_RETURN_IF(k == sizeof keys / sizeof keys[0], ATTEST_ERR_INVALID_ARGUMENT,
-                         "bench: shape '%s': unknown key '%.*s' (b, len, max_len, heads, next_n)",
-                         text, (int)klen, p);
+        ATTEST_RETURN_IF(k == num_keys, ATTEST_ERR_INVALID_ARGUMENT,
+                         "bench: shape '%s': unknown key '%.*s' (%s)", text, (int)klen, p, names);
         int32_t *field = (int32_t *)((char *)&s + keys[k].off);
         ATTEST_RETURN_IF(parse_int(eq + 1, vlen, keys[k].lo, keys[k].hi, field) != 0,
                          ATTEST_ERR_INVALID_ARGUMENT,
@@ -72,6 +111,15 @@ attest_status attest_bench_parse_shape(const char *text, attest_bench_shape *out
     }
     ATTEST_RETURN_IF(s.b == 0, ATTEST_ERR_INVALID_ARGUMENT, "bench: shape '%s': b is required",
                      text);
+    if (mla) {
+        ATTEST_RETURN_IF(s.topk == 0, ATTEST_ERR_INVALID_ARGUMENT,
+                         "bench: shape '%s': topk is required", text);
+        if (s.ctx == 0) s.ctx = s.topk;
+        ATTEST_RETURN_IF(s.topk > s.ctx, ATTEST_ERR_INVALID_ARGUMENT,
+                         "bench: shape '%s': topk %d exceeds ctx %d", text, s.topk, s.ctx);
+        *out = s;
+        return ATTEST_OK;
+    }
     if (s.max_len == 0) s.max_len = s.len;
     ATTEST_RETURN_IF(s.max_len == 0, ATTEST_ERR_INVALID_ARGUMENT,
                      "bench: shape '%s': len or max_len is required", text);
@@ -81,10 +129,20 @@ attest_status attest_bench_parse_shape(const char *text, attest_bench_shape *out
     return ATTEST_OK;
 }
 
+attest_status attest_bench_parse_shape(const char *text, attest_bench_shape *out)
+{
+    return attest_bench_parse_kernel_shape(ATTEST_KERNEL_INDEXER, text, out);
+}
+
 void attest_bench_shape_string(const attest_bench_shape *s, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "b=%d,len=%d,max_len=%d,heads=%d,next_n=%d", s->b, s->len, s->max_len,
-             s->heads, s->next_n);
+    if (s->kernel == ATTEST_KERNEL_MLA_DECODE)
+        snprintf(buf, cap, "b=%d,s_q=%d,heads=%d,topk=%d,ctx=%d,layout=%s", s->b, s->s_q,
+                 s->heads, s->topk, s->ctx,
+                 s->layout == ATTEST_LAYOUT_MLA_V32 ? "mla-v32" : "mla-v4");
+    else
+        snprintf(buf, cap, "b=%d,len=%d,max_len=%d,heads=%d,next_n=%d", s->b, s->len, s->max_len,
+                 s->heads, s->next_n);
 }
 
 /* --- the case of a shape -------------------------------------------------------------------- */
@@ -114,10 +172,101 @@ static attest_status fill_cache(attest_case *c, attest_rng *r)
     return ATTEST_OK;
 }
 
+/* A shuffled order of n pages: consecutive pages of a request are scattered as in a serving
+ * cache. NULL when out of memory. */
+static int32_t *shuffled(int32_t n, attest_rng *r)
+{
+    int32_t *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    if (!order) return NULL;
+    for (int32_t i = 0; i < n; i++) order[i] = i;
+    for (int32_t i = n - 1; i > 0; i--) {
+        const int32_t j = (int32_t)attest_rng_below(r, (uint64_t)i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    return order;
+}
+
+/* MLA decode: request i's ctx tokens on ceil(ctx / 64) pages of a shuffled pool, random values
+ * quantized by the layout's writer (power-of-two scales), each query selecting topk distinct
+ * tokens of its request in random order. */
+static attest_status mla_case(const attest_bench_shape *s, uint64_t seed, attest_case *out)
+{
+    memset(out, 0, sizeof *out);
+    out->kernel = ATTEST_KERNEL_MLA_DECODE;
+    out->seed = seed;
+    attest_mla_params *p = &out->params.mla;
+    attest_layout L;
+    ATTEST_FORWARD(attest_layout_make((attest_layout_id)s->layout, 64, 0, &L));
+    const int32_t ppr = (s->ctx + 63) / 64;
+    ATTEST_RETURN_IF((int64_t)s->b * ppr > INT32_MAX / 64, ATTEST_ERR_INVALID_ARGUMENT,
+                     "bench: b x ctx is too many tokens");
+    p->layout = (attest_layout_id)s->layout;
+    p->page_size = 64;
+    p->page_stride = (int64_t)L.page_stride;
+    p->num_pages = s->b * ppr;
+    p->b = s->b;
+    p->s_q = s->s_q;
+    p->h_q = s->heads;
+    p->d_qk = (int32_t)L.k_dim;
+    p->d_v = (int32_t)L.v_dim;
+    p->topk = s->topk;
+    p->sm_scale = (float)(1.0 / sqrt((double)p->d_qk));
+    p->lse_convention = ATTEST_LSE_EXCLUDES_SINK;
+    ATTEST_FORWARD(attest_case_define_tensors(out, 0));
+    ATTEST_FORWARD(attest_case_alloc_heap(out));
+    attest_rng r;
+    attest_rng_seed(&r, seed);
+    int32_t *order = shuffled(p->num_pages, &r);
+    int32_t *pick = malloc((size_t)s->ctx * sizeof *pick);
+    float *values = malloc(L.k_dim * sizeof *values);
+    attest_status st = order && pick && values
+                           ? ATTEST_OK
+                           : attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "bench: out of memory");
+    const attest_scale_policy policy = {ATTEST_SCALE_POW2, ATTEST_UE8M0_FLASHMLA,
+                                        ATTEST_FP8_SATFINITE};
+    uint8_t *pool = attest_case_tensor(out, "cache_bytes")->data;
+    for (int32_t i = 0; st == ATTEST_OK && i < p->b; i++) {
+        for (int32_t t = 0; st == ATTEST_OK && t < s->ctx; t++) {
+            for (uint32_t d = 0; d < L.k_dim; d++)
+                values[d] = ((float)attest_rng_below(&r, 2001) - 1000.0f) / 500.0f;
+            const int32_t page = order[(size_t)i * ppr + t / 64];
+            st = attest_layout_encode_token(&L, pool + (size_t)page * L.page_stride,
+                                            (uint32_t)(t % 64), values, &policy);
+        }
+    }
+    int32_t *idx = attest_case_tensor(out, "indices")->data;
+    for (int32_t i = 0; st == ATTEST_OK && i < p->b; i++) {
+        for (int32_t q = 0; q < p->s_q; q++) {
+            /* A partial Fisher-Yates: the first topk of a shuffled 0..ctx-1. */
+            for (int32_t t = 0; t < s->ctx; t++) pick[t] = t;
+            int32_t *row = idx + ((size_t)i * p->s_q + q) * p->topk;
+            for (int32_t k = 0; k < p->topk; k++) {
+                const int32_t j = k + (int32_t)attest_rng_below(&r, (uint64_t)(s->ctx - k)), t = pick[j];
+                pick[j] = pick[k];
+                pick[k] = t;
+                row[k] = order[(size_t)i * ppr + t / 64] * 64 + t % 64;
+            }
+        }
+    }
+    if (st == ATTEST_OK) {
+        attest_tensor *qt = attest_case_tensor(out, "q_bf16");
+        uint16_t *qv = qt->data;
+        for (size_t i = 0; i < attest_tensor_count(qt); i++)
+            qv[i] = attest_bf16_encode(((float)attest_rng_below(&r, 2001) - 1000.0f) / 1000.0f);
+    }
+    free(order);
+    free(pick);
+    free(values);
+    if (st != ATTEST_OK) attest_case_free(out);
+    return st;
+}
+
 attest_status attest_bench_case(const attest_bench_shape *s, uint64_t seed, attest_case *out)
 {
+    if (s->kernel == ATTEST_KERNEL_MLA_DECODE) return mla_case(s, seed, out);
     ATTEST_RETURN_IF(s->kernel != ATTEST_KERNEL_INDEXER, ATTEST_ERR_UNSUPPORTED,
-                     "bench: only indexer shapes are built so far");
+                     "bench: no shapes for %s kernels", attest_kernel_name(s->kernel));
     memset(out, 0, sizeof *out);
     out->kernel = ATTEST_KERNEL_INDEXER;
     out->seed = seed;
@@ -140,17 +289,10 @@ attest_status attest_bench_case(const attest_bench_shape *s, uint64_t seed, atte
         attest_case_free(out);
         return fill;
     }
-    /* A shuffled pool: consecutive pages of a request are scattered as in a serving cache. */
-    int32_t *order = malloc((size_t)p->num_blocks * sizeof *order);
+    int32_t *order = shuffled(p->num_blocks, &r);
     if (!order) {
         attest_case_free(out);
         return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "bench: no memory for the page table");
-    }
-    for (int32_t i = 0; i < p->num_blocks; i++) order[i] = i;
-    for (int32_t i = p->num_blocks - 1; i > 0; i--) {
-        const int32_t j = (int32_t)attest_rng_below(&r, (uint64_t)i + 1), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
     }
     int32_t *table = attest_case_tensor(out, "block_table")->data; /* zero past the length */
     int32_t *lens = attest_case_tensor(out, "context_lens")->data;
@@ -169,9 +311,44 @@ attest_status attest_bench_case(const attest_bench_shape *s, uint64_t seed, atte
     return ATTEST_OK;
 }
 
+/* MLA decode: the distinct tokens each request's queries select (valid entries only), their
+ * indices, q; out and lse written. */
+static void mla_bytes(const attest_case *c, double *read_bytes, double *write_bytes)
+{
+    const attest_mla_params *p = &c->params.mla;
+    attest_layout L;
+    if (attest_layout_make(p->layout, (uint32_t)p->page_size, (uint64_t)p->page_stride, &L) != ATTEST_OK) {
+        attest_clear_error();
+        return;
+    }
+    const attest_tensor *it = attest_case_tensor_const(c, "indices");
+    const int64_t tokens = (int64_t)p->num_pages * p->page_size;
+    uint8_t *seen = it ? calloc((size_t)(tokens > 0 ? tokens : 1), 1) : NULL;
+    double distinct = 0;
+    for (int32_t i = 0; seen && i < p->b; i++) {
+        const int32_t *row = (const int32_t *)it->data + (size_t)i * p->s_q * p->topk;
+        for (int64_t k = 0; k < (int64_t)p->s_q * p->topk; k++)
+            if (row[k] >= 0 && row[k] < tokens && !seen[row[k]]) {
+                seen[row[k]] = 1;
+                distinct++;
+            }
+        for (int64_t k = 0; k < (int64_t)p->s_q * p->topk; k++)
+            if (row[k] >= 0 && row[k] < tokens) seen[row[k]] = 0;
+    }
+    free(seen);
+    const double queries = (double)p->b * p->s_q;
+    *read_bytes = distinct * L.token_bytes + queries * p->topk * 4.0 +
+                  queries * p->h_q * (double)p->d_qk * 2.0;
+    *write_bytes = queries * p->h_q * ((double)p->d_v * 2.0 + 4.0);
+}
+
 void attest_bench_bytes(const attest_case *c, double *read_bytes, double *write_bytes)
 {
     *read_bytes = *write_bytes = 0;
+    if (c->kernel == ATTEST_KERNEL_MLA_DECODE) {
+        mla_bytes(c, read_bytes, write_bytes);
+        return;
+    }
     if (c->kernel != ATTEST_KERNEL_INDEXER) return;
     const attest_indexer_params *p = &c->params.indexer;
     const attest_tensor *lens_t = attest_case_tensor_const(c, "context_lens");
