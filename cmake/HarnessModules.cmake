@@ -13,7 +13,8 @@ set(ATTEST_MODULE_DEPS_run core judge)
 set(ATTEST_MODULES core gen judge store run)
 
 # The module each public header of harness/include/attest/ belongs to.
-set(ATTEST_HEADERS_core status numerics rng layout case candidate conventions clock shell verdict sha256
+set(ATTEST_HEADERS_core status numerics rng layout case candidate conventions clock shell verdict
+  sha256
   files topk)
 set(ATTEST_HEADERS_gen generator minimize pipeline)
 set(ATTEST_HEADERS_judge compare bound policy record judge)
@@ -25,7 +26,8 @@ set(ATTEST_HEADERS_run runner device external bench topk_runner)
 file(GLOB _attest_loose RELATIVE ${CMAKE_SOURCE_DIR} CONFIGURE_DEPENDS
   ${CMAKE_SOURCE_DIR}/harness/src/*.c ${CMAKE_SOURCE_DIR}/harness/src/*.h)
 if(_attest_loose)
-  message(FATAL_ERROR "${_attest_loose}: move into a module folder of harness/src/ (docs/architecture.md)")
+  message(FATAL_ERROR
+    "${_attest_loose}: move into a module folder of harness/src/ (docs/architecture.md)")
 endif()
 
 # Every public header has an owner: a new header must be placed before it can be included.
@@ -40,7 +42,8 @@ foreach(h ${_attest_public_headers})
     endif()
   endforeach()
   if(NOT _owned)
-    message(FATAL_ERROR "harness/include/attest/${h} belongs to no module: add it to cmake/HarnessModules.cmake")
+    message(FATAL_ERROR
+      "harness/include/attest/${h} belongs to no module: add it to cmake/HarnessModules.cmake")
   endif()
 endforeach()
 
@@ -61,9 +64,11 @@ foreach(m ${ATTEST_MODULES})
   endforeach()
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/harness/src/${m}/*.c)
   add_library(attest_${m} OBJECT ${sources})
-  target_include_directories(attest_${m} PRIVATE ${view} ${CMAKE_BINARY_DIR}/generated ${private_dirs})
+  target_include_directories(attest_${m} PRIVATE ${view} ${CMAKE_BINARY_DIR}/generated
+    ${private_dirs})
   target_include_directories(attest_${m} SYSTEM PRIVATE ${XXHASH_INCLUDE_DIR})
-  target_link_libraries(attest_${m} PRIVATE hdf5::hdf5 hdf5::hdf5_hl PkgConfig::JANSSON Threads::Threads)
+  target_link_libraries(attest_${m} PRIVATE hdf5::hdf5 hdf5::hdf5_hl PkgConfig::JANSSON
+    Threads::Threads)
   list(APPEND _attest_objects $<TARGET_OBJECTS:attest_${m}>)
 endforeach()
 
@@ -71,4 +76,5 @@ add_library(attest_harness STATIC ${_attest_objects})
 target_include_directories(attest_harness PUBLIC
   $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/harness/include>
   $<BUILD_INTERFACE:${CMAKE_BINARY_DIR}/generated> $<INSTALL_INTERFACE:include>)
-target_link_libraries(attest_harness PUBLIC hdf5::hdf5 hdf5::hdf5_hl PkgConfig::JANSSON Threads::Threads ${CMAKE_DL_LIBS} m)
+target_link_libraries(attest_harness PUBLIC hdf5::hdf5 hdf5::hdf5_hl PkgConfig::JANSSON
+  Threads::Threads ${CMAKE_DL_LIBS} m)

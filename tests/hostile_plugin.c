@@ -196,7 +196,8 @@ __attribute__((constructor)) static void report_constructor(void)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     (void)sigaction(SIGUSR1, NULL, &sa);
-    const char *usr1 = sa.sa_handler == SIG_IGN ? "ign" : sa.sa_handler == SIG_DFL ? "dfl" : "handler";
+    const char *usr1 =
+        sa.sa_handler == SIG_IGN ? "ign" : sa.sa_handler == SIG_DFL ? "dfl" : "handler";
     const int open_fd = fcntl(atoi(fd_text), F_GETFD) >= 0;
     char line[96];
     int n = snprintf(line, sizeof line, "pid=%ld usr1=%s fd=%s\n", (long)getpid(), usr1,

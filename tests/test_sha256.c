@@ -23,13 +23,16 @@ static void expect_hex(const void *data, size_t n, const char *want)
 static void test_fips_examples(void **state)
 {
     (void)state;
-    expect_hex("abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    expect_hex("abc", 3,
+               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-    expect_hex(two, strlen(two), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    expect_hex(two, strlen(two),
+               "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
     char *million = malloc(1000000);
     assert_non_null(million);
     memset(million, 'a', 1000000);
-    expect_hex(million, 1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    expect_hex(million, 1000000,
+               "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
     free(million);
 }
 
@@ -49,7 +52,8 @@ static void test_padding_boundaries(void **state)
     };
     char a[128];
     memset(a, 'a', sizeof a);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) expect_hex(a, cases[i].n, cases[i].hex);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_hex(a, cases[i].n, cases[i].hex);
 }
 
 static void test_raw_digest(void **state)
