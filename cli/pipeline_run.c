@@ -14,6 +14,7 @@
 #include "attest/topk_candidates.h"
 #include "commands.h"
 #include "pipeline_judge.h"
+#include "topk_run.h"
 
 static const char *const stage_names[3] = {"indexer", "topk", "decode"};
 
@@ -59,10 +60,8 @@ static int add_stage(const char *verb, const char *arg, pipe_stages *s)
     s->spec[i] = spec;
     if (strcmp(spec, "reference") == 0) return -1;
     if (i == 1) {
-        s->topk = attest_topk_builtin_find(spec);
-        if (!s->topk)
-            return attest_cli_usage_error(verb, "pipeline: no top-k candidate '%s' (attest list)",
-                                          spec);
+        if (attest_topk_candidate_resolve(spec, &s->topk) != ATTEST_OK)
+            return attest_cli_usage_error(verb, "pipeline: %s", attest_last_error());
         return -1;
     }
     const attest_candidate *c;

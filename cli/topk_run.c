@@ -75,6 +75,16 @@ attest_status attest_topk_judge_candidate(const attest_topk_candidate *cand,
     return st;
 }
 
+attest_status attest_topk_candidate_resolve(const char *spec, const attest_topk_candidate **out)
+{
+    ATTEST_RETURN_IF(spec == NULL || out == NULL, ATTEST_ERR_INVALID_ARGUMENT,
+                     "top-k candidate: NULL spec");
+    *out = attest_topk_builtin_find(spec);
+    if (*out) return ATTEST_OK;
+    if (strchr(spec, ':')) return attest_topk_plugin_load(spec, out);
+    return attest_fail(ATTEST_ERR_NOT_FOUND, "no top-k candidate '%s' (attest list)", spec);
+}
+
 int attest_run_wants_topk(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -116,7 +126,8 @@ static void usage(FILE *f)
           "it declares, the short-row rule and the page-table translation.\n"
           "Exit status: 0 every case passed, 1 a case failed, 2 usage or input error.\n"
           "\n"
-          "  --candidate NAME   a top-k candidate (attest list)\n"
+          "  --candidate NAME   a top-k candidate (attest list) or path/lib.so:NAME, a plugin\n"
+          "                     exporting attest_plugin_topk_candidates (docs/topk.md)\n"
           "  --cases N          cases to generate (default 100)\n"
           "  --seed S           campaign seed (default 1)\n"
           "  --case-seed X      run exactly one case, drawn from its own seed X (as printed)\n"
@@ -212,9 +223,9 @@ int attest_cmd_run_topk(int argc, char **argv)
         return attest_cli_usage_error("run", "candidate '%s' is a topk kernel, not %s",
                                       cand_name ? cand_name : "?", kernel);
     if (cand_name == NULL) return attest_cli_usage_error("run", "--candidate is required");
-    const attest_topk_candidate *cand = attest_topk_builtin_find(cand_name);
-    if (cand == NULL)
-        return attest_cli_usage_error("run", "no top-k candidate '%s' (attest list)", cand_name);
+    const attest_topk_candidate *cand = NULL;
+    if (attest_topk_candidate_resolve(cand_name, &cand) != ATTEST_OK)
+        return attest_cli_usage_error("run", "%s", attest_last_error());
 
     printf("attest run: topk candidate %s, %s\n", cand->name, cand->description);
     uint64_t judged = 0, failed = 0, printed = 0;

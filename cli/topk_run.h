@@ -25,6 +25,10 @@ attest_status attest_topk_run_candidate(const attest_topk_candidate *cand,
                                         const attest_topk_run_options *o, attest_topk_verdict *v,
                                         int32_t *idx, int32_t *phys) ATTEST_MUST_CHECK;
 
+/* A built-in top-k candidate by name, or a plugin's ("path/lib.so:NAME"). */
+attest_status attest_topk_candidate_resolve(const char *spec, const attest_topk_candidate **out)
+    ATTEST_MUST_CHECK;
+
 /* `attest run --kernel topk ...` (argv as given to attest run). */
 int attest_cmd_run_topk(int argc, char **argv);
 

@@ -23,3 +23,26 @@ set_tests_properties(cli_topk_run_in_process PROPERTIES LABELS "cli" TIMEOUT 120
 # test_topk also drives the verb's judging loop (cli/topk_run.c), so it links the CLI's archive.
 list(APPEND ATTEST_CUSTOM_TESTS test_topk)
 attest_add_cmocka_test(test_topk test_topk.c LIBS attest_app)
+# Top-k candidates from a plugin (harness/src/run/topk_plugin.c): the correct one passes, the
+# zero-padding one fails its check; a missing name lists what the plugin has (exit 2).
+add_library(attest_topk_test_plugin MODULE topk_plugin_fixture.c)
+target_include_directories(attest_topk_test_plugin PRIVATE ${CMAKE_SOURCE_DIR}/harness/include)
+set_target_properties(attest_topk_test_plugin PROPERTIES C_VISIBILITY_PRESET hidden
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/plugins)
+target_link_libraries(attest_topk_test_plugin PRIVATE m)
+add_test(NAME cli_topk_plugin COMMAND attest run --kernel topk
+  --candidate $<TARGET_FILE:attest_topk_test_plugin>:plugin-topk --cases 300 --seed 4)
+set_tests_properties(cli_topk_plugin PROPERTIES LABELS "cli" TIMEOUT 120
+  ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "result: PASS \\(300 cases\\)")
+add_test(NAME cli_topk_plugin_mutant COMMAND attest run --kernel topk
+  --candidate $<TARGET_FILE:attest_topk_test_plugin>:plugin-topk-zero-pad --cases 300 --seed 4)
+set_tests_properties(cli_topk_plugin_mutant PROPERTIES LABELS "cli" TIMEOUT 120
+  ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "failed checks:.*(duplicate|padding).*result: FAIL")
+add_test(NAME cli_topk_plugin_pipeline COMMAND attest run --kernel pipeline --candidate indexer=cpu-indexer
+  --candidate topk=$<TARGET_FILE:attest_topk_test_plugin>:plugin-topk --candidate decode=cpu-mla-decode --cases 100)
+set_tests_properties(cli_topk_plugin_pipeline PROPERTIES LABELS "cli" TIMEOUT 300
+  ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "result: PASS \\(100 cases\\)")
+add_test(NAME cli_topk_plugin_unknown
+  COMMAND sh -c "\"$0\" run --kernel topk --candidate \"$1:no-such\" 2>&1 | grep -q \"has no top-k candidate 'no-such' (it has: plugin-topk, plugin-topk-zero-pad)\"; test $? -eq 0 && { \"$0\" run --kernel topk --candidate \"$1:no-such\" >/dev/null 2>&1; test $? -eq 2; }"
+  $<TARGET_FILE:attest> $<TARGET_FILE:attest_topk_test_plugin>)
+set_tests_properties(cli_topk_plugin_unknown PROPERTIES LABELS "cli" TIMEOUT 60)

@@ -116,6 +116,15 @@ typedef struct attest_topk_candidate {
     int (*run)(const attest_topk_args *args); /* nonzero: the candidate reports a failure */
 } attest_topk_candidate;
 
+/* Entry point a top-k plugin exports as `attest_plugin_topk_candidates` (a shared library
+ * named "path/libfoo.so:NAME" where a top-k candidate is expected). `abi` is the
+ * ATTEST_TOPK_PLUGIN_ABI attest was built with, the layout of attest_topk_candidate and
+ * attest_topk_args; a plugin built against another returns NULL (count 0) and is refused. */
+#define ATTEST_TOPK_PLUGIN_ENTRY_SYMBOL "attest_plugin_topk_candidates"
+#define ATTEST_TOPK_PLUGIN_ABI 1u
+typedef const attest_topk_candidate *const *(*attest_topk_plugin_entry_fn)(uint32_t abi,
+                                                                            size_t *count);
+
 /* The judge's checks, each a bit of attest_topk_verdict.failed. */
 typedef enum attest_topk_check {
     ATTEST_TOPK_CHECK_RANGE = 0,       /* a slot holds a position outside [0, len) and not -1 */
