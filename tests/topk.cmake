@@ -46,3 +46,13 @@ add_test(NAME cli_topk_plugin_unknown
   COMMAND sh -c "\"$0\" run --kernel topk --candidate \"$1:no-such\" 2>&1 | grep -q \"has no top-k candidate 'no-such' (it has: plugin-topk, plugin-topk-zero-pad)\"; test $? -eq 0 && { \"$0\" run --kernel topk --candidate \"$1:no-such\" >/dev/null 2>&1; test $? -eq 2; }"
   $<TARGET_FILE:attest> $<TARGET_FILE:attest_topk_test_plugin>)
 set_tests_properties(cli_topk_plugin_unknown PROPERTIES LABELS "cli" TIMEOUT 60)
+add_library(attest_topk_crash_plugin MODULE topk_plugin_fixture.c)
+target_include_directories(attest_topk_crash_plugin PRIVATE ${CMAKE_SOURCE_DIR}/harness/include)
+target_compile_definitions(attest_topk_crash_plugin PRIVATE CRASH_IN_ENTRY=1)
+set_target_properties(attest_topk_crash_plugin PROPERTIES C_VISIBILITY_PRESET hidden
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/plugins)
+target_link_libraries(attest_topk_crash_plugin PRIVATE m)
+add_test(NAME cli_topk_plugin_crash_in_entry
+  COMMAND sh -c "out=$(\"$0\" run --kernel topk --candidate \"$1:plugin-topk\" 2>&1); rc=$?; echo \"$out\"; test $rc -eq 2 && test $(echo \"$out\" | wc -l) -eq 1 && echo \"$out\" | grep -q 'loading it crashed'"
+  $<TARGET_FILE:attest> $<TARGET_FILE:attest_topk_crash_plugin>)
+set_tests_properties(cli_topk_plugin_crash_in_entry PROPERTIES LABELS "cli" TIMEOUT 60)

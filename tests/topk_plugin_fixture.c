@@ -1,8 +1,10 @@
 /* A top-k plugin for the tests (attest/topk.h's plugin entry point): "plugin-topk", a plain
  * selection by repeated maximum (equal scores to the lower position, NaN and -inf never chosen,
  * -1 padding, both outputs), and "plugin-topk-zero-pad", the same padding short rows with
- * position 0 instead of -1. Links nothing of attest. */
+ * position 0 instead of -1. Links nothing of attest. Built with CRASH_IN_ENTRY, the entry point
+ * dies of SIGSEGV: the probe child must take that, not attest. */
 #include <math.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,6 +69,9 @@ static const attest_topk_candidate *const list[] = {&plugin_topk, &plugin_zero_p
 EXPORT const attest_topk_candidate *const *attest_plugin_topk_candidates(uint32_t abi, size_t *count)
 {
     *count = 0;
+#ifdef CRASH_IN_ENTRY
+    raise(SIGSEGV);
+#endif
     if (abi != ATTEST_TOPK_PLUGIN_ABI) return NULL;
     *count = sizeof list / sizeof list[0];
     return list;
