@@ -61,6 +61,10 @@ def check_final(path):
             fail("cases shape %r compression %r" % (cases.shape, cases.compression))
         if "MISMATCH" not in cases.attrs["verdict_values"]:
             fail("verdict legend %r" % cases.attrs["verdict_values"])
+        # Every integrity bit of record.h, the sanitizer and graph bits included.
+        want = "0=canary,1=input_modified,2=nondeterminism,3=candidate_error,4=sanitizer,5=graph"
+        if cases.attrs["integrity_bits"] != want:
+            fail("integrity legend %r" % cases.attrs["integrity_bits"])
         rows = cases[:]
         bad = []
         seen = {MISMATCH: 0, CRASH: 0}

@@ -111,9 +111,7 @@ attest_status attest_cf_require_group(hid_t loc, const char *where, const char *
     hid_t g = H5Gcreate2(loc, name, lcpl, H5P_DEFAULT, H5P_DEFAULT);
     H5Pclose(lcpl);
     if (g < 0) {
-        char detail[200];
-        attest_h5_detail(detail, sizeof detail);
-        return attest_fail(ATTEST_ERR_IO, "%s%s: cannot create group: %s", where, name, detail);
+        return attest_h5_fail_at(ATTEST_ERR_IO, where, name, "cannot create group");
     }
     *out = g;
     return ATTEST_OK;
@@ -228,10 +226,7 @@ attest_status attest_cf_dset_read(hid_t dset, const char *where, const char *nam
     hid_t mtype = mem_type_for(dtype, info->is_signed);
     if (mtype < 0) return attest_fail(ATTEST_ERR_INTERNAL, "%s%s: unknown dtype", where, name);
     if (H5Dread(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-        char detail[200];
-        attest_h5_detail(detail, sizeof detail);
-        return attest_fail(ATTEST_ERR_IO, "%s%s: cannot read data (file truncated or corrupt?): %s",
-                           where, name, detail);
+        return attest_h5_fail_at(ATTEST_ERR_IO, where, name, "cannot read data (file truncated or corrupt?)");
     }
     return ATTEST_OK;
 }
@@ -286,15 +281,11 @@ attest_status attest_cf_dset_write(hid_t loc, const char *where, const char *nam
     (void)H5Eclear2(H5E_DEFAULT);
     dset = H5Dcreate2(loc, name, ftype, space, lcpl, dcpl, H5P_DEFAULT);
     if (dset < 0) {
-        char detail[200];
-        attest_h5_detail(detail, sizeof detail);
-        st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot create dataset: %s", where, name, detail);
+        st = attest_h5_fail_at(ATTEST_ERR_IO, where, name, "cannot create dataset");
         goto done;
     }
     if (count > 0 && H5Dwrite(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-        char detail[200];
-        attest_h5_detail(detail, sizeof detail);
-        st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot write dataset: %s", where, name, detail);
+        st = attest_h5_fail_at(ATTEST_ERR_IO, where, name, "cannot write dataset");
         goto done;
     }
 done:

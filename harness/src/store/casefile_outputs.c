@@ -143,9 +143,7 @@ attest_status attest_tensorfile_create(const char *path, attest_tensorfile **out
     f->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     attest_status st = ATTEST_OK;
     if (f->file < 0) {
-        char detail[200];
-        attest_h5_detail(detail, sizeof detail);
-        st = attest_fail(ATTEST_ERR_IO, "%s: cannot create: %s", path, detail);
+        st = attest_h5_fail(ATTEST_ERR_IO, path, "cannot create");
         free(f);
         f = NULL;
     }
@@ -232,9 +230,7 @@ attest_status attest_tensorfile_close(attest_tensorfile *f)
     attest_h5_quiet_begin(&q);
     attest_status st = ATTEST_OK;
     if (H5Fclose(f->file) < 0) {
-        char detail[200];
-        attest_h5_detail(detail, sizeof detail);
-        st = attest_fail(ATTEST_ERR_IO, "%s: cannot close (disk full?): %s", f->path, detail);
+        st = attest_h5_fail(ATTEST_ERR_IO, f->path, "cannot close (disk full?)");
     }
     attest_h5_quiet_end(&q);
     free(f);

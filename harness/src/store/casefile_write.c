@@ -182,17 +182,13 @@ static attest_status open_for_append(const char *path, hid_t fapl, hid_t *fid)
     if (stat(path, &st) == 0) {
         *fid = H5Fopen(path, H5F_ACC_RDWR, fapl);
         if (*fid < 0) {
-            char detail[200];
-            attest_h5_detail(detail, sizeof detail);
-            return attest_fail(ATTEST_ERR_IO, "%s: cannot open for writing: %s", path, detail);
+            return attest_h5_fail(ATTEST_ERR_IO, path, "cannot open for writing");
         }
         return ATTEST_OK;
     }
     *fid = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
     if (*fid < 0) {
-        char detail[200];
-        attest_h5_detail(detail, sizeof detail);
-        return attest_fail(ATTEST_ERR_IO, "%s: cannot create: %s", path, detail);
+        return attest_h5_fail(ATTEST_ERR_IO, path, "cannot create");
     }
     return ATTEST_OK;
 }
@@ -219,9 +215,7 @@ attest_status attest_casefile_save(const char *path, const char *group, const at
     if (root) {
         fid = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
         if (fid < 0) {
-            char detail[200];
-            attest_h5_detail(detail, sizeof detail);
-            st = attest_fail(ATTEST_ERR_IO, "%s: cannot create: %s", path, detail);
+            st = attest_h5_fail(ATTEST_ERR_IO, path, "cannot create");
             goto out;
         }
         loc = H5Gopen2(fid, "/", H5P_DEFAULT);
@@ -246,9 +240,7 @@ out:
     if (loc >= 0) H5Gclose(loc);
     if (st != ATTEST_OK && created_group && fid >= 0) (void)H5Ldelete(fid, gname, H5P_DEFAULT);
     if (fid >= 0 && H5Fclose(fid) < 0 && st == ATTEST_OK) {
-        char detail[200];
-        attest_h5_detail(detail, sizeof detail);
-        st = attest_fail(ATTEST_ERR_IO, "%s: cannot close (disk full?): %s", path, detail);
+        st = attest_h5_fail(ATTEST_ERR_IO, path, "cannot close (disk full?)");
     }
     if (fapl >= 0) H5Pclose(fapl);
     /* A half-written new file is worse than none. */

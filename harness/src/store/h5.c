@@ -65,6 +65,14 @@ attest_status attest_h5_fail(attest_status st, const char *path, const char *wha
     return attest_fail(st, "%s: %s: %s", path, what, detail);
 }
 
+attest_status attest_h5_fail_at(attest_status st, const char *where, const char *name,
+                               const char *what)
+{
+    char detail[200];
+    attest_h5_detail(detail, sizeof detail);
+    return attest_fail(st, "%s%s: %s: %s", where, name, what, detail);
+}
+
 /* Links ------------------------------------------------------------------------------------ */
 
 int attest_h5_link_exists(hid_t loc, const char *name)
@@ -173,9 +181,7 @@ static attest_status read_attr_integer(hid_t loc, const char *where, const char 
     int sgn = H5Tget_sign(base) != H5T_SGN_NONE;
     unsigned char raw[8] = {0};
     if (H5Aread(attr, mtype, raw) < 0) {
-        char detail[160];
-        attest_h5_detail(detail, sizeof detail);
-        st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
+        st = attest_h5_fail_at(ATTEST_ERR_IO, where, name, "cannot read attribute");
         goto done;
     }
     *is_signed = sgn;
@@ -253,9 +259,7 @@ attest_status attest_h5_read_attr_double(hid_t loc, const char *where, const cha
     herr_t e = H5Aread(attr, H5T_NATIVE_DOUBLE, &d);
     H5Aclose(attr);
     if (e < 0) {
-        char detail[160];
-        attest_h5_detail(detail, sizeof detail);
-        return attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
+        return attest_h5_fail_at(ATTEST_ERR_IO, where, name, "cannot read attribute");
     }
     *v = d;
     return ATTEST_OK;
@@ -290,9 +294,7 @@ attest_status attest_h5_read_attr_string(hid_t loc, const char *where, const cha
         }
         char *s = NULL;
         if (H5Aread(attr, mtype, &s) < 0) {
-            char detail[160];
-            attest_h5_detail(detail, sizeof detail);
-            st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
+            st = attest_h5_fail_at(ATTEST_ERR_IO, where, name, "cannot read attribute");
             goto done;
         }
         if (!s) {
@@ -320,9 +322,7 @@ attest_status attest_h5_read_attr_string(hid_t loc, const char *where, const cha
             goto done;
         }
         if (H5Aread(attr, mtype, tmp) < 0) {
-            char detail[160];
-            attest_h5_detail(detail, sizeof detail);
-            st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot read attribute: %s", where, name, detail);
+            st = attest_h5_fail_at(ATTEST_ERR_IO, where, name, "cannot read attribute");
             goto done;
         }
         tmp[n] = '\0';
@@ -353,16 +353,12 @@ static attest_status write_attr(hid_t loc, const char *where, const char *name, 
     hid_t attr = H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
     H5Sclose(space);
     if (attr < 0) {
-        char detail[160];
-        attest_h5_detail(detail, sizeof detail);
-        return attest_fail(ATTEST_ERR_IO, "%s%s: cannot create attribute: %s", where, name, detail);
+        return attest_h5_fail_at(ATTEST_ERR_IO, where, name, "cannot create attribute");
     }
     herr_t e = H5Awrite(attr, mtype, value);
     herr_t c = H5Aclose(attr);
     if (e < 0 || c < 0) {
-        char detail[160];
-        attest_h5_detail(detail, sizeof detail);
-        return attest_fail(ATTEST_ERR_IO, "%s%s: cannot write attribute: %s", where, name, detail);
+        return attest_h5_fail_at(ATTEST_ERR_IO, where, name, "cannot write attribute");
     }
     return ATTEST_OK;
 }

@@ -33,6 +33,10 @@ void attest_h5_detail(char *buf, size_t cap);
 /* Records "path: what: <HDF5's message>" with attest_fail and returns st. */
 attest_status attest_h5_fail(attest_status st, const char *path, const char *what);
 
+/* Records "<where>name: what: <HDF5's message>" (where: a prefix such as "f.h5: g/"). */
+attest_status attest_h5_fail_at(attest_status st, const char *where, const char *name,
+                               const char *what);
+
 /* 1 if link `name` (one name or a slash-separated path) exists below loc, following each
  * component; 0 if not; -1 on an HDF5 failure. */
 int attest_h5_link_exists(hid_t loc, const char *name);
