@@ -242,6 +242,53 @@ static void values_are_well_spread(void **state)
     assert_true(positive * 10 > irows * 8);
 }
 
+/* What serving engines produce is in the default mix: 64 and 128 heads (one request, one query
+ * row) in about 1% of cases and never without production_heads; indexer block-table rows that
+ * hold -1 or stale ids (blocks some request uses) past a request's blocks. */
+static void engine_inputs_in_the_mix(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        const attest_kernel kernel = k ? ATTEST_KERNEL_MLA_DECODE : ATTEST_KERNEL_INDEXER;
+        attest_gen_options o = attest_gen_defaults(kernel), off = o;
+        off.production_heads = 0;
+        int heads64 = 0, heads128 = 0, minus_one = 0, stale = 0;
+        for (uint64_t s = 0; s < 800; s++) {
+            attest_case c, d;
+            generate(&o, attest_case_seed(31, s), &c, NULL);
+            generate(&off, attest_case_seed(31, s), &d, NULL);
+            const int32_t h = k ? c.params.mla.h_q : c.params.indexer.heads;
+            const int32_t b = k ? c.params.mla.b : c.params.indexer.b;
+            const int32_t rows = k ? c.params.mla.s_q : c.params.indexer.next_n;
+            if (h > o.max_heads) {
+                assert_true(h == 64 || h == 128);
+                assert_int_equal(b, 1);
+                assert_int_equal(rows, 1);
+                heads64 += h == 64;
+                heads128 += h == 128;
+            }
+            assert_true((k ? d.params.mla.h_q : d.params.indexer.heads) <= o.max_heads);
+            if (!k) {
+                const attest_indexer_params *p = &c.params.indexer;
+                const int32_t *lens = data(&c, "context_lens"), *table = data(&c, "block_table");
+                for (int32_t r = 0; r < p->b; r++)
+                    for (int32_t j = (lens[r] + 63) / 64; j < p->blocks_per_req; j++) {
+                        const int32_t e = table[(size_t)r * p->blocks_per_req + j];
+                        minus_one += e == -1;
+                        for (int32_t r2 = 0; r2 < p->b; r2++)
+                            for (int32_t j2 = 0; j2 < (lens[r2] + 63) / 64; j2++)
+                                stale += e >= 0 && table[(size_t)r2 * p->blocks_per_req + j2] == e;
+                    }
+            }
+            attest_case_free(&c);
+            attest_case_free(&d);
+        }
+        assert_true(heads64 > 0 && heads128 > 0);
+        assert_true(heads64 + heads128 < 800 / 40); /* a small fraction: campaigns stay fast */
+        if (!k) assert_true(minus_one > 0 && stale > 0);
+    }
+}
+
 /* production_shape pins heads, dims and top-k; explicit layout and page size are honoured. */
 static void production_and_pinned_options(void **state)
 {
@@ -333,6 +380,7 @@ int main(void)
         cmocka_unit_test(different_seeds_differ),
         cmocka_unit_test(options_change_only_what_they_name),
         cmocka_unit_test(values_are_well_spread),
+        cmocka_unit_test(engine_inputs_in_the_mix),
         cmocka_unit_test(production_and_pinned_options),
         cmocka_unit_test(bad_options_are_errors),
         cmocka_unit_test(generation_speed),

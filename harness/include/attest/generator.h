@@ -29,8 +29,9 @@ typedef struct attest_gen_options {
     int32_t production_shape; /* 1: fixed production heads/dims (H=64, d=512, topk=512) */
     int32_t with_truth;       /* 1: also fill the truth tensors (for true-mode references) */
     int32_t edge_bytes;       /* 1 (default): NaN/subnormal/+-448 fp8 bytes and extreme scales */
-    int32_t production_heads; /* 1 (default): about 2% of cases take h = 64 or 128 heads (the
-                                 V4 and V3.2 production counts) above max_heads; 0: never */
+    int32_t production_heads; /* 1 (default): about 1% of cases take h = 64 or 128 heads (the
+                                 V4 and V3.2 production counts) above max_heads, with one
+                                 request of one query row; 0: never */
 } attest_gen_options;
 
 /* Returns the default bounds for a kernel family. */

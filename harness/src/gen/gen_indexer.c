@@ -17,7 +17,7 @@ static attest_status draw_shape(const attest_gen_options *opt, attest_rng *r, at
     else
         p->heads = attest_rng_bernoulli(r, 0.3) ? opt->max_heads
                                                 : (int32_t)attest_rng_range(r, 1, opt->max_heads);
-    p->heads = gen_mix_heads(opt, mix, p->heads);
+    p->heads = gen_mix_heads(opt, mix, p->heads, &p->b, &p->next_n);
     p->head_dim = 128;
     p->max_len = attest_rng_bernoulli(r, 0.35) ? opt->max_len
                                                : (int32_t)attest_rng_range(r, 1, opt->max_len);

@@ -28,9 +28,11 @@ enum {
     GEN_STREAM_MIX = 8
 };
 
-/* Draws whether a case takes a production head count (64 or 128, about 2% of cases) from the
- * mix stream; returns it, or `heads` unchanged. */
-int32_t gen_mix_heads(const attest_gen_options *opt, attest_rng *mix, int32_t heads);
+/* Draws whether a case takes a production head count (64 or 128, about 1% of cases) from the
+ * mix stream; returns it, or `heads` unchanged. Such a case has one request of one query row
+ * (*b and *rows become 1), so that it costs a few ordinary cases, not fifty. */
+int32_t gen_mix_heads(const attest_gen_options *opt, attest_rng *mix, int32_t heads, int32_t *b,
+                      int32_t *rows);
 
 /* The most pages (blocks) a generated pool may have: case.c's bound on pool units. */
 #define GEN_MAX_POOL_UNITS (1 << 24)

@@ -314,7 +314,7 @@ static void draw_params(const attest_gen_options *opt, attest_rng *r, attest_rng
     else
         p->h_q = attest_rng_bernoulli(r, 0.3) ? opt->max_heads
                                               : (int32_t)attest_rng_range(r, 1, opt->max_heads);
-    p->h_q = gen_mix_heads(opt, mix, p->h_q);
+    p->h_q = gen_mix_heads(opt, mix, p->h_q, &p->b, &p->s_q);
     p->d_qk = (int32_t)L.k_dim;
     p->d_v = (int32_t)L.v_dim;
     if (opt->production_shape)

@@ -120,10 +120,13 @@ static int extreme_key(const gen_value_cfg *cfg, int64_t key)
     return (double)(attest_splitmix64(&h) >> 11) * 0x1p-53 < cfg->extreme_key_rate;
 }
 
-int32_t gen_mix_heads(const attest_gen_options *opt, attest_rng *mix, int32_t heads)
+int32_t gen_mix_heads(const attest_gen_options *opt, attest_rng *mix, int32_t heads, int32_t *b,
+                      int32_t *rows)
 {
-    if (opt->production_shape || !opt->production_heads || !attest_rng_bernoulli(mix, 0.02))
+    if (opt->production_shape || !opt->production_heads || !attest_rng_bernoulli(mix, 0.01))
         return heads;
+    *b = 1;
+    *rows = 1;
     return attest_rng_bernoulli(mix, 0.5) ? 64 : 128;
 }
 
