@@ -40,6 +40,23 @@ void attest_rng_seed_stream(attest_rng *rng, uint64_t seed, uint64_t stream);
 /* Returns 64 uniformly random bits. */
 uint64_t attest_rng_u64(attest_rng *rng);
 
+/* The xoshiro256** step itself, attest_rng_u64's body, inline for loops that draw per element
+ * (a call per draw costs as much as the draw). */
+static inline uint64_t attest_rng_u64_inline(attest_rng *rng)
+{
+    uint64_t *s = rng->s;
+    const uint64_t x = s[1] * 5;
+    const uint64_t result = ((x << 7) | (x >> 57)) * 9;
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = (s[3] << 45) | (s[3] >> 19);
+    return result;
+}
+
 /* Returns 32 uniformly random bits (the high half of one 64-bit output). */
 uint32_t attest_rng_u32(attest_rng *rng);
 

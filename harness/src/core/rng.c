@@ -37,24 +37,7 @@ void attest_rng_seed_stream(attest_rng *rng, uint64_t seed, uint64_t stream)
     attest_rng_seed(rng, seed ^ attest_splitmix64(&t));
 }
 
-static inline uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-uint64_t attest_rng_u64(attest_rng *rng)
-{
-    uint64_t *s = rng->s;
-    const uint64_t result = rotl(s[1] * 5, 7) * 9;
-    const uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
+uint64_t attest_rng_u64(attest_rng *rng) { return attest_rng_u64_inline(rng); }
 
 uint32_t attest_rng_u32(attest_rng *rng)
 {

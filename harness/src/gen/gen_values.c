@@ -147,7 +147,7 @@ void gen_token_values(const attest_layout *layout, const gen_wave *w, const gen_
         uint32_t d1 = d0 + tile;
         if (d1 > layout->fp8_dim) d1 = layout->fp8_dim;
         for (uint32_t d = d0; d < d1; d += 2) {
-            uint64_t bits = attest_rng_u64(vals);
+            uint64_t bits = attest_rng_u64_inline(vals);
             out[d] = amp * (0.8f * wave_at(w, d, key) + cfg->noise * noise_from_bits((uint32_t)bits));
             if (d + 1 < d1)
                 out[d + 1] = amp * (0.8f * wave_at(w, d + 1, key) +
@@ -159,7 +159,8 @@ void gen_token_values(const attest_layout *layout, const gen_wave *w, const gen_
     /* The rope part is stored as bf16, unquantized: amplitude 1, same position encoding. */
     for (uint32_t r = 0; r < layout->rope_dim; r++) {
         uint32_t d = layout->fp8_dim + r;
-        out[d] = 0.8f * wave_at(w, d, key) + cfg->noise * noise_from_bits(attest_rng_u32(vals));
+        out[d] = 0.8f * wave_at(w, d, key) +
+                 cfg->noise * noise_from_bits((uint32_t)(attest_rng_u64_inline(vals) >> 32));
     }
 }
 
