@@ -175,14 +175,6 @@ static int parse(int argc, char **argv, check_args *a)
     return -1;
 }
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_stop_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
-
 /* Everything one run of check holds. */
 typedef struct check_run {
     const check_args *a;
@@ -464,7 +456,7 @@ static void note_no_stored(check_run *r, const char *path)
 static attest_status check_file(check_run *r, const char *path, const check_scan *scan)
 {
     uint64_t skipped[3] = {0, 0, 0};
-    for (size_t g = 0; g < scan->count && !stop_requested; g++) {
+    for (size_t g = 0; g < scan->count && !attest_stop_requested(); g++) {
         const check_group *grp = &scan->cases[g];
         r->cases++;
         char label[1024];
@@ -495,7 +487,8 @@ static attest_status check_file(check_run *r, const char *path, const check_scan
             continue;
         }
         if (r->a->against != AGAINST_REFERENCE && e.count == 0) note_no_stored(r, path);
-        for (size_t ci = 0; ci < r->a->num_specs && st == ATTEST_OK && !stop_requested; ci++)
+        for (size_t ci = 0; ci < r->a->num_specs && st == ATTEST_OK && !attest_stop_requested();
+             ci++)
             if (r->cands[ci]->kernel == grp->kernel) st = judge_case(r, ci, path, grp->name, &c, &e);
         check_expected_free(&e);
         attest_case_free(&c);
@@ -525,7 +518,7 @@ static attest_status open_results(check_run *r, const char *command_line, uint64
 /* The word of the result line, for --json. */
 static const char *result_word(const check_run *r)
 {
-    if (stop_requested) return "INTERRUPTED";
+    if (attest_stop_requested()) return "INTERRUPTED";
     if (r->failing || r->unreadable || r->pairs_differ) return "FAIL";
     if (r->judged == 0 || r->judged == r->verdicts[ATTEST_VERDICT_UNSUPPORTED]) return "EMPTY";
     return "PASS";
@@ -562,7 +555,7 @@ static void print_summary(const check_run *r, double seconds)
     printf("  time: %.2f s (loading %.2f s, reference %.2f s, candidate runs %.2f s, compare %.3f s)\n",
            seconds, r->load_s, r->ref_s, r->run_s, r->compare_s);
     if (r->a->out) printf("  results: %s (attest show %s)\n", r->a->out, r->a->out);
-    if (stop_requested)
+    if (attest_stop_requested())
         printf("result: FAIL (interrupted after %" PRIu64 " cases)\n", r->judged);
     else if (r->failing || r->unreadable || r->pairs_differ)
         printf("result: FAIL (%" PRIu64 " failing case%s, %" PRIu64 " unreadable, %" PRIu64
@@ -659,26 +652,20 @@ int attest_cmd_check(int argc, char **argv)
     if (st == ATTEST_OK && files.count == 0)
         printf("no fixture file (*.h5) found under the paths given\n");
 
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    stop_requested = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    for (size_t f = 0; f < files.count && st == ATTEST_OK && !stop_requested; f++) {
+    attest_stop_guard stop;
+    attest_stop_signals_catch(&stop);
+    for (size_t f = 0; f < files.count && st == ATTEST_OK && !attest_stop_requested(); f++) {
         r.files++;
         st = check_file(&r, files.paths[f], &scans[f]);
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    attest_stop_signals_release(&stop);
     for (size_t ci = 0; r.results && ci < a.num_specs; ci++)
         attest_results_set_device(r.results, attest_runner_device(r.runners[ci]));
     if (r.results) {
         char saved[512];
         snprintf(saved, sizeof saved, "%s", attest_last_error());
         attest_status cst = attest_results_close(
-            r.results, st == ATTEST_OK && !stop_requested ? ATTEST_RESULTS_COMPLETE
+            r.results, st == ATTEST_OK && !attest_stop_requested() ? ATTEST_RESULTS_COMPLETE
                                                           : ATTEST_RESULTS_INTERRUPTED);
         if (st == ATTEST_OK) st = cst;
         else attest_fail(st, "%s", saved);
@@ -702,7 +689,7 @@ int attest_cmd_check(int argc, char **argv)
     print_summary(&r, seconds);
     attest_policy_free(r.policy);
     rc = ATTEST_EXIT_OK;
-    if (stop_requested || r.failing || r.unreadable || r.pairs_differ ||
+    if (attest_stop_requested() || r.failing || r.unreadable || r.pairs_differ ||
         r.judged == r.verdicts[ATTEST_VERDICT_UNSUPPORTED]) /* a gate that checked nothing */
         rc = ATTEST_EXIT_FAILED;
     if (a.json) {

@@ -19,15 +19,7 @@
 #include "attest/usage.h"
 #include "attest/gen_options.h"
 
-volatile sig_atomic_t attest_engine_stop_requested;
 #define stop_requested attest_engine_stop_requested
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig)
-{
-    stop_requested = 1;
-    stop_signal = sig;
-}
 
 int attest_engine_exit_status(const attest_engine_totals *t)
 {
@@ -347,14 +339,8 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
     if (st == ATTEST_OK && opt.junit_path)
         st = attest_junit_open(opt.junit_path, opt.junit_suite ? opt.junit_suite : "attest",
                                &er.junit);
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    stop_requested = 0;
-    stop_signal = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    attest_stop_guard stop;
+    attest_stop_signals_catch(&stop);
     if (opt.jobs > 1 && st == ATTEST_OK) {
         st = attest_engine_run_sharded(&er, jobs, num_jobs);
     } else {
@@ -363,10 +349,9 @@ attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
             st = run_job(&er, &jobs[j]);
     }
     totals->interrupted = stop_requested != 0;
-    totals->stop_signal = stop_signal;
-    totals->summary.stop_signal = stop_signal;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    totals->stop_signal = attest_stop_signal();
+    totals->summary.stop_signal = attest_stop_signal();
+    attest_stop_signals_release(&stop);
     if (opt.progress) attest_report_progress_end(stderr);
     totals->seconds = attest_monotonic_seconds() - er.start;
     active_results = NULL;

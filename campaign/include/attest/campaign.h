@@ -6,6 +6,7 @@
 #ifndef ATTEST_CAMPAIGN_H
 #define ATTEST_CAMPAIGN_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -71,6 +72,18 @@ attest_engine_options attest_engine_defaults(void);
 attest_status attest_engine_run(const attest_job *jobs, size_t num_jobs,
                                 const attest_engine_options *options, FILE *log,
                                 attest_engine_totals *totals) ATTEST_MUST_CHECK;
+
+/* Stop signals, for every loop over cases (run, campaign, check): while caught, SIGINT and SIGTERM
+ * only ask the loop to stop after the current case (attest_stop_requested); --max-failures asks
+ * the same way. Catching clears an earlier request; releasing restores the dispositions before. */
+typedef struct attest_stop_guard {
+    struct sigaction old_int, old_term;
+} attest_stop_guard;
+void attest_stop_signals_catch(attest_stop_guard *g);
+void attest_stop_signals_release(const attest_stop_guard *g);
+int attest_stop_requested(void);
+/* The signal that asked (SIGINT, SIGTERM), or 0. */
+int attest_stop_signal(void);
 
 /* A results file's provenance, filled the same way by every verb that writes one: initialized
  * (attest_results_provenance_init: build, host, start time), then the policy's name, hash, origin
