@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attest/layout.h"
 #include "attest/reference.h"
 #include "fixture.h"
 
@@ -142,7 +143,9 @@ static fixture_tags mla_tags(const attest_case *c, const attest_gen_info *info)
     if (info && info->nan_selected) t |= BIT(T_MLA_NAN_SELECTED);
     if (info && info->sparse_fill) t |= BIT(T_MLA_SPARSE_FILL);
     if (p->page_size <= 2) t |= BIT(T_MLA_SMALL_PAGE);
-    if (p->layout == ATTEST_LAYOUT_MLA_V32 && p->page_stride > (int64_t)p->page_size * 656)
+    if (p->layout == ATTEST_LAYOUT_MLA_V32 &&
+        (uint64_t)p->page_stride >
+            attest_layout_default_stride(ATTEST_LAYOUT_MLA_V32, (uint32_t)p->page_size))
         t |= BIT(T_MLA_PADDED_PAGE);
     return t;
 }
@@ -181,13 +184,19 @@ double fixture_case_cost(const attest_case *c, const attest_gen_info *info)
         if (t->role == ATTEST_ROLE_OUTPUT) bytes += (double)attest_tensor_count(t) * 8.0;
         else if (!strstr(t->name, "cache_bytes")) bytes += (double)t->nbytes;
     }
+    /* A position's cache bytes over all its regions, from the layout's descriptor. */
+    const attest_layout_id id =
+        c->kernel == ATTEST_KERNEL_INDEXER ? ATTEST_LAYOUT_C4_INDEXER : c->params.mla.layout;
+    attest_layout L;
+    memset(&L, 0, sizeof L);
+    if (attest_layout_make(id, ATTEST_INDEXER_BLOCK, 0, &L) != ATTEST_OK) attest_clear_error();
+    const double tb = (double)L.token_bytes;
     if (c->kernel == ATTEST_KERNEL_INDEXER) {
         const int32_t *lens = data_of(c, "context_lens");
-        for (int32_t b = 0; lens && b < c->params.indexer.b; b++) bytes += 132.0 * lens[b];
+        for (int32_t b = 0; lens && b < c->params.indexer.b; b++) bytes += tb * lens[b];
         return bytes;
     }
     const attest_mla_params *p = &c->params.mla;
-    const double tb = p->layout == ATTEST_LAYOUT_MLA_V4 ? 584.0 : 656.0;
     if (info && !info->sparse_fill) {
         for (int32_t b = 0; info->lens && b < p->b; b++) bytes += tb * info->lens[b];
         for (int32_t b = 0; info->extra_lens && b < p->b; b++) bytes += tb * info->extra_lens[b];

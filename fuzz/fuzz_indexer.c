@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "attest/generator.h"
+#include "attest/layout.h"
 #include "fuzz_common.h"
 
 #define MAX_MUTATIONS 64
@@ -42,7 +43,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     attest_tensor *lens = attest_case_tensor(&c, "context_lens");
     attest_tensor *q = attest_case_tensor(&c, "q_fp8");
     attest_tensor *w = attest_case_tensor(&c, "weights");
-    int64_t max_ctx = (int64_t)p->blocks_per_req * 64;
+    attest_layout L; /* where a block's keys and scales lie */
+    if (attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, ATTEST_INDEXER_BLOCK, 0, &L) != ATTEST_OK)
+        abort();
+    const uint64_t keys = (uint64_t)L.page_size * L.fp8_dim;
+    int64_t max_ctx = (int64_t)p->blocks_per_req * ATTEST_INDEXER_BLOCK;
     if (max_ctx > p->max_len) max_ctx = p->max_len;
     for (int m = 0; m < MAX_MUTATIONS && fuzz_remaining(&in) > 0; m++) {
         switch (fuzz_head_uint(&in, 1) % 6) {
@@ -58,10 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (int32_t)(fuzz_head_uint(&in, 4) % (uint64_t)p->num_blocks);
             break;
         }
-        case 2: { /* a key fp8 byte: block-major, 8192 fp8 bytes then 64 fp32 scales */
+        case 2: { /* a key fp8 byte: block-major, the keys' fp8 bytes then the fp32 scales */
             uint8_t *b = cache->data;
             uint64_t blk = fuzz_head_uint(&in, 4) % (uint64_t)p->num_blocks;
-            b[blk * 8448 + fuzz_head_uint(&in, 2) % 8192] = (uint8_t)fuzz_head_uint(&in, 1);
+            b[blk * L.page_stride + fuzz_head_uint(&in, 2) % keys] = (uint8_t)fuzz_head_uint(&in, 1);
             break;
         }
         case 3: { /* a query fp8 pattern */
@@ -76,10 +81,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         default: { /* a position's fp32 scale, written at its exact byte offset */
             uint64_t blk = fuzz_head_uint(&in, 4) % (uint64_t)p->num_blocks;
-            uint64_t pos = fuzz_head_uint(&in, 1) % 64;
+            uint64_t pos = fuzz_head_uint(&in, 1) % L.page_size;
             uint8_t nan = (uint8_t)fuzz_head_uint(&in, 1) == 0; /* a NaN scale, now and then */
             float s = nan ? NAN : fabsf(pick_float(&in));
-            memcpy((uint8_t *)cache->data + blk * 8448 + 8192 + pos * 4, &s, 4);
+            attest_token_offsets o;
+            if (attest_layout_token_offsets(&L, (uint32_t)pos, &o) != ATTEST_OK) break;
+            memcpy((uint8_t *)cache->data + blk * L.page_stride + o.scale[0], &s, 4);
             break;
         }
         }

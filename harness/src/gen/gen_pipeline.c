@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attest/layout.h"
 #include "attest/numerics.h"
 #include "attest/pipeline.h"
 #include "gen_internal.h"
@@ -60,13 +61,17 @@ static void decode_params(const attest_indexer_params *x, int32_t k, int32_t max
     memset(p, 0, sizeof *p);
     p->layout = ATTEST_LAYOUT_MLA_V32;
     p->page_size = (int32_t)ATTEST_INDEXER_BLOCK;
-    p->page_stride = attest_rng_bernoulli(r, 0.5) ? (int64_t)(p->page_size + 1) * 656 : 0;
+    /* The layout's record size and widths (mla-v32 at page size 1 is always valid). */
+    attest_layout L;
+    memset(&L, 0, sizeof L);
+    if (attest_layout_make(p->layout, 1, 0, &L) != ATTEST_OK) attest_clear_error();
+    p->page_stride = attest_rng_bernoulli(r, 0.5) ? (int64_t)(p->page_size + 1) * L.token_bytes : 0;
     p->num_pages = x->num_blocks;
     p->b = x->b;
     p->s_q = x->next_n;
     p->h_q = (int32_t)attest_rng_range(r, 1, max_heads);
-    p->d_qk = 576;
-    p->d_v = 512;
+    p->d_qk = (int32_t)L.k_dim;
+    p->d_v = (int32_t)L.v_dim;
     p->topk = k;
     p->sm_scale = (float)(1.0 / sqrt((double)p->d_qk));
     p->has_sink = attest_rng_bernoulli(r, 0.5);
