@@ -2,18 +2,21 @@
  * that ends with every finding minimized and saved as a case file `attest check` fails the
  * same way.
  *
- * The search engine here is the generator: fresh seeds (cases drawn from a campaign seed that
- * changes every run unless --seed pins it) under the generator's small default bounds, which
- * reach every edge class the generator knows (lengths 0, 1, page boundaries +-1, holes,
- * duplicates, all-invalid tiles, NaN bytes, +-inf sinks) within a few hundred cases. It needs no
- * libFuzzer, so it runs on any build; the libFuzzer targets (fuzz/) mutate beyond what the
- * generator draws and are driven by libFuzzer itself (fuzz/README.md).
+ * Two engines. `libfuzzer` (the default when this build has the libFuzzer targets, fuzz/) runs
+ * N processes of the kernel's libFuzzer target on one corpus (fuzz_libfuzzer.h): coverage- and
+ * structure-guided mutation of what the kernel reads, beyond anything the generator draws. A
+ * finding is the input a target stopped on; it is decoded here into its case (fuzz_inputs.h)
+ * and judged again in an isolated worker, so a crash or a hang is a verdict. `search` needs no
+ * libFuzzer: fresh seeds under the generator's small default bounds, which reach every edge
+ * class the generator knows (lengths 0, 1, page boundaries +-1, holes, duplicates, all-invalid
+ * tiles, NaN bytes, +-inf sinks) within a few hundred cases.
  *
- * A finding is the first failing case (the search stops there, as libFuzzer does). It is judged
- * again, then shrunk (attest/minimize.h) while it keeps the same verdict and failed gates, and
- * saved with its reference outputs as FINDINGS/finding-<kernel>-<verdict>-<seed>.h5; the saved
- * file is loaded back and judged once more, so what is printed is what `attest check` sees.
+ * Either way the search stops at the first finding (as libFuzzer does). It is judged again,
+ * then shrunk (attest/minimize.h) while it keeps the same verdict and failed gates, and saved
+ * with its reference outputs as FINDINGS/finding-<kernel>-<verdict>-<id>.h5; the saved file is
+ * loaded back and judged once more, so what is printed is what `attest check` sees.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -34,27 +37,48 @@
 #include "commands.h"
 #include "attest/campaign.h"
 #include "attest/gen_options.h"
+#include "fuzz_inputs.h"
+#include "fuzz_libfuzzer.h"
 
 #define VERB "fuzz"
 #define DEFAULT_OUT "attest-fuzz.h5"
+
+#ifdef ATTEST_FUZZ_TARGETS_BUILT
+#define DEFAULT_ENGINE "libfuzzer"
+#define ENGINE_NOTE "default libfuzzer (this build has the libFuzzer targets)"
+#else
+#define DEFAULT_ENGINE "search"
+#define ENGINE_NOTE "default search (no libFuzzer targets in this build:\n" \
+                    "                     libfuzzer needs --fuzzer PATH of a clang build, preset fuzz)"
+#endif
 
 static void usage(FILE *f)
 {
     fputs("usage: attest fuzz --candidate SPEC [--kernel K] [--time SEC] [--jobs N] [options]\n"
           "\n"
-          "Searches for a case the candidate fails, for SEC seconds over N worker processes,\n"
-          "on freshly generated cases; stops at the first failing case, shrinks it (fewer\n"
-          "requests, query rows, heads and index entries, shorter lengths) while it fails\n"
-          "the same way (same verdict and gates), and saves it with its reference outputs as a\n"
-          "case file for attest check / attest replay / the golden fixtures.\n"
+          "Searches for a case the candidate fails, for SEC seconds over N worker processes;\n"
+          "stops at the first failing case, shrinks it (fewer requests, query rows, heads and\n"
+          "index entries, shorter lengths) while it fails the same way (same verdict and gates),\n"
+          "and saves it with its reference outputs as a case file for attest check / attest\n"
+          "replay / the golden fixtures.\n"
           "Exit status: 0 nothing found, 1 a finding (saved), 2 usage or input error.\n"
           "\n"
           "  --candidate SPEC   built-in name (attest list) or path/lib.so:NAME\n"
           "  --kernel K         must match the candidate's kernel (default: its own)\n"
+          "  --engine E         libfuzzer: N processes of the kernel's libFuzzer target on one\n"
+          "                     corpus, structure-aware mutation and semantic coverage;\n"
+          "                     search: freshly generated cases (any build, any kernel).\n"
+          "                     " ENGINE_NOTE "\n"
+          "  --fuzzer PATH      the libFuzzer target binary (default: fuzz/fuzz_<kernel> beside\n"
+          "                     this executable)\n"
+          "  --corpus DIR       libfuzzer: the corpus, kept and grown (default: an empty one,\n"
+          "                     removed at the end)\n"
+          "  --dict FILE        libfuzzer: a dictionary (fuzz/fuzz_<target>.dict)\n"
+          "  --no-structure     libfuzzer: byte mutations only, no semantic counters\n"
           "  --time SEC         how long to search (default 60)\n"
           "  --jobs N           worker processes (default: every core)\n"
           "  --seed S           campaign seed (default: from the clock, printed)\n"
-          "  --out FILE         every judged case in an HDF5 results file\n"
+          "  --out FILE         every judged case in an HDF5 results file, all jobs merged\n"
           "                     (default " DEFAULT_OUT ")\n"
           "  --force            replace an earlier results file at --out (nothing else)\n"
           "  --findings DIR     where minimized findings go (default: .)\n"
@@ -64,13 +88,14 @@ static void usage(FILE *f)
           "  --max-tries N      judgements the minimizer may spend (default 4000)\n"
           "  --policy FILE      tolerance policy (default: embedded)\n"
           "  --quiet            no progress line\n"
-          "generator bounds:\n" ATTEST_CLI_GEN_USAGE,
+          "generator bounds (search):\n" ATTEST_CLI_GEN_USAGE,
           f);
 }
 
 enum {
     OPT_TIME = 256, OPT_JOBS, OPT_SEED, OPT_FINDINGS, OPT_RERUNS, OPT_TIMEOUT, OPT_MAX_TRIES,
-    OPT_POLICY, OPT_QUIET, OPT_FORCE
+    OPT_POLICY, OPT_QUIET, OPT_FORCE, OPT_ENGINE, OPT_FUZZER, OPT_CORPUS, OPT_DICT,
+    OPT_NO_STRUCTURE
 };
 
 static const struct option long_options[] = {
@@ -88,16 +113,21 @@ static const struct option long_options[] = {
     {"policy", required_argument, NULL, OPT_POLICY},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"force", no_argument, NULL, OPT_FORCE},
+    {"engine", required_argument, NULL, OPT_ENGINE},
+    {"fuzzer", required_argument, NULL, OPT_FUZZER},
+    {"corpus", required_argument, NULL, OPT_CORPUS},
+    {"dict", required_argument, NULL, OPT_DICT},
+    {"no-structure", no_argument, NULL, OPT_NO_STRUCTURE},
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
 typedef struct fuzz_args {
-    const char *candidate, *kernel, *out, *findings, *policy;
+    const char *candidate, *kernel, *out, *findings, *policy, *engine, *fuzzer, *corpus, *dict;
     double time, timeout;
     int32_t jobs, reruns, max_tries;
     uint64_t seed;
-    int have_seed, quiet, force;
+    int have_seed, quiet, force, no_structure, engine_given;
     attest_cli_gen_bounds gen;
 } fuzz_args;
 
@@ -108,6 +138,7 @@ static int parse(int argc, char **argv, fuzz_args *a)
     memset(a, 0, sizeof *a);
     a->out = DEFAULT_OUT;
     a->findings = ".";
+    a->engine = DEFAULT_ENGINE;
     a->time = 60;
     a->timeout = 10;
     a->reruns = 1;
@@ -132,6 +163,15 @@ static int parse(int argc, char **argv, fuzz_args *a)
         case OPT_POLICY: a->policy = optarg; break;
         case OPT_QUIET: a->quiet = 1; break;
         case OPT_FORCE: a->force = 1; break;
+        case OPT_FUZZER: a->fuzzer = optarg; break;
+        case OPT_CORPUS: a->corpus = optarg; break;
+        case OPT_DICT: a->dict = optarg; break;
+        case OPT_NO_STRUCTURE: a->no_structure = 1; break;
+        case OPT_ENGINE:
+            if (strcmp(optarg, "libfuzzer") != 0 && strcmp(optarg, "search") != 0) BAD("engine");
+            a->engine = optarg;
+            a->engine_given = 1;
+            break;
         case OPT_TIME:
             if (attest_cli_parse_double(optarg, 0.1, 86400.0 * 365, &a->time)) BAD("time");
             break;
@@ -223,28 +263,41 @@ static attest_status save_finding(const char *path, const attest_case *c, const 
     return st;
 }
 
-/* Judges, minimizes and saves the failing case of seed `seed`. Returns ATTEST_OK when the
- * finding was saved (or did not fail again: then it says so). */
+/* Where a finding came from: a generated seed (search) or a libFuzzer input. */
+typedef struct finding_origin {
+    char id[40];     /* the file name's last part: the seed or the input's hash, in hex */
+    char how[1400];  /* for the case file's note: how to get the unminimized case back */
+    char what[80];   /* for messages: "seed 0x..." or "input crash-..." */
+    int expected;    /* the search saw verdict/gates (search); libFuzzer only says "failed" */
+    attest_verdict verdict;
+    uint32_t gates;
+} finding_origin;
+
+/* Judges, minimizes and saves the failing case `c`. Returns ATTEST_OK when the finding was saved
+ * (or did not fail again: then it says so). */
 static attest_status handle_finding(const fuzz_args *a, const attest_candidate *cand,
-                                    const attest_runner_options *ropt, const attest_job *job,
-                                    const attest_case_record *found, int number)
+                                    const attest_runner_options *ropt, attest_case *cp,
+                                    const finding_origin *o, int number)
 {
-    attest_case c, small;
-    memset(&c, 0, sizeof c);
+    attest_case c = *cp, small;
     memset(&small, 0, sizeof small);
-    ATTEST_FORWARD(attest_generate_case(&job->gen, found->seed, &c));
     attest_runner *runner = NULL;
     attest_status st = attest_runner_create(cand, ropt, &runner);
     attest_case_record rec;
     if (st == ATTEST_OK) st = judge(runner, &c, &rec);
     char gates[96], before[160], after[160];
-    if (st == ATTEST_OK &&
-        (rec.verdict != found->verdict || rec.failed_gates != found->failed_gates)) {
-        attest_gate_mask_string(found->failed_gates, gates, sizeof gates);
-        printf("finding %d (seed 0x%016" PRIx64 "): %s (%s) did not repeat: judged again it is %s; "
+    if (st == ATTEST_OK && o->expected &&
+        (rec.verdict != o->verdict || rec.failed_gates != o->gates)) {
+        attest_gate_mask_string(o->gates, gates, sizeof gates);
+        printf("finding %d (%s): %s (%s) did not repeat: judged again it is %s; "
                "the candidate is not deterministic across processes, kept unminimized\n",
-               number, found->seed, attest_verdict_name(found->verdict), gates,
+               number, o->what, attest_verdict_name(o->verdict), gates,
                attest_verdict_name(rec.verdict));
+    } else if (st == ATTEST_OK && !attest_verdict_is_failure(rec.verdict)) {
+        printf("finding %d (%s): the libFuzzer target stopped on it, but judged in an isolated "
+               "worker it is %s (a failure of the in-process run alone: a sanitizer report, a "
+               "leak, or nondeterminism); kept unminimized\n",
+               number, o->what, attest_verdict_name(rec.verdict));
     }
     judge_ctx jc = {.runner = runner, .verdict = rec.verdict, .gates = rec.failed_gates};
     attest_minimize_stats ms = {0, 0};
@@ -254,22 +307,19 @@ static attest_status handle_finding(const fuzz_args *a, const attest_candidate *
         else
             st = attest_minimize_case(&c, same_failure, &jc, 1, &small, &ms); /* a plain copy */
     }
-    char path[4096], note[1024], replay[4400], params[ATTEST_PARAM_STRING_MAX];
+    char path[4096], note[2048], replay[4400], params[ATTEST_PARAM_STRING_MAX];
     if (st == ATTEST_OK) {
         describe_size(&c, before, sizeof before);
         describe_size(&small, after, sizeof after);
         attest_gate_mask_string(rec.failed_gates, gates, sizeof gates);
-        snprintf(path, sizeof path, "%s/finding-%s-%s-%016" PRIx64 ".h5", a->findings,
-                 attest_kernel_name(c.kernel), attest_verdict_name(rec.verdict), found->seed);
+        snprintf(path, sizeof path, "%s/finding-%s-%s-%s.h5", a->findings,
+                 attest_kernel_name(c.kernel), attest_verdict_name(rec.verdict), o->id);
         for (char *p = strrchr(path, '/') + 1; *p; p++)
             if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
         snprintf(note, sizeof note,
-                 "attest fuzz finding: %s%s%s%s of %s; generated from seed 0x%016" PRIx64
-                 " (attest run --kernel %s --candidate %s --case-seed 0x%016" PRIx64
-                 "), minimized from %s to %s in %u judgements",
+                 "attest fuzz finding: %s%s%s%s of %s; %s, minimized from %s to %s in %u judgements",
                  attest_verdict_name(rec.verdict), gates[0] ? " (" : "", gates, gates[0] ? ")" : "",
-                 cand->name, found->seed, attest_kernel_name(c.kernel), a->candidate, found->seed,
-                 before, after, ms.tries);
+                 cand->name, o->how, before, after, ms.tries);
         snprintf(replay, sizeof replay, "attest check %s --candidate %s", path, a->candidate);
         st = save_finding(path, &small, note, replay);
     }
@@ -282,9 +332,8 @@ static attest_status handle_finding(const fuzz_args *a, const attest_candidate *
     if (st == ATTEST_OK) st = judge(runner, &loaded, &again);
     if (st == ATTEST_OK) {
         if (attest_case_param_string(&loaded, params, sizeof params) != ATTEST_OK) params[0] = '\0';
-        printf("finding %d: %s%s%s%s, case seed 0x%016" PRIx64 "\n", number,
-               attest_verdict_name(rec.verdict), gates[0] ? " (" : "", gates, gates[0] ? ")" : "",
-               found->seed);
+        printf("finding %d: %s%s%s%s, %s\n", number, attest_verdict_name(rec.verdict),
+               gates[0] ? " (" : "", gates, gates[0] ? ")" : "", o->what);
         printf("  minimized: %s -> %s (%u judgements, %u reductions kept)\n", before, after,
                ms.tries, ms.accepted);
         printf("  saved: %s\n  %s\n", path, params);
@@ -296,7 +345,6 @@ static attest_status handle_finding(const fuzz_args *a, const attest_candidate *
     }
     attest_case_free(&loaded);
     attest_case_free(&small);
-    attest_case_free(&c);
     attest_runner_destroy(runner);
     return st;
 }
@@ -318,6 +366,179 @@ static size_t first_failures(const char *path, attest_case_record *out, size_t c
     }
     attest_results_close_read(r);
     return n;
+}
+
+/* --- the libFuzzer engine ----------------------------------------------------------------- */
+
+static int gen_bounds_given(const attest_cli_gen_bounds *g)
+{
+    for (size_t i = 0; i < sizeof g->bounds / sizeof g->bounds[0]; i++)
+        if (g->bounds[i]) return 1;
+    return g->layout || g->production || g->no_edge;
+}
+
+/* Removes a scratch folder this command made (files one level down and one more). */
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(path);
+        else unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* Decodes, judges, minimizes and saves the input a libFuzzer job stopped on. */
+static attest_status libfuzzer_finding(const fuzz_args *a, const attest_candidate *cand,
+                                       const attest_runner_options *ropt, const char *input,
+                                       const char *log, int number)
+{
+    uint8_t *data = NULL;
+    size_t size = 0;
+    ATTEST_FORWARD(attest_lf_read_file(input, &data, &size));
+    attest_case c;
+    memset(&c, 0, sizeof c);
+    int valid = 0;
+    attest_status st = fuzz_decode(cand->kernel, data, size, &c, &valid);
+    finding_origin o;
+    memset(&o, 0, sizeof o);
+    const char *base = strrchr(input, '/') ? strrchr(input, '/') + 1 : input;
+    const char *dash = strchr(base, '-');
+    snprintf(o.id, sizeof o.id, "%.16s", dash ? dash + 1 : base);
+    /* The raw input is kept beside the case file: it replays through the target alone. */
+    char kept[4400];
+    snprintf(kept, sizeof kept, "%s/finding-%s-%s.fuzz-input", a->findings,
+             attest_kernel_name(cand->kernel), o.id);
+    FILE *f = st == ATTEST_OK ? fopen(kept, "wb") : NULL;
+    if (f) {
+        if (fwrite(data, 1, size, f) != size) st = attest_fail(ATTEST_ERR_IO, "%s: write error", kept);
+        if (fclose(f) != 0 && st == ATTEST_OK) st = attest_fail(ATTEST_ERR_IO, "%s", kept);
+    } else if (st == ATTEST_OK) {
+        st = attest_fail(ATTEST_ERR_IO, "%s: %s", kept, strerror(errno));
+    }
+    free(data);
+    snprintf(o.what, sizeof o.what, "libFuzzer input %.40s", base);
+    snprintf(o.how, sizeof o.how,
+             "decoded from the libFuzzer input finding-%s-%.40s.fuzz-input beside this file "
+             "(ATTEST_FUZZ_CANDIDATE=%.600s %s_replay INPUT replays it; fuzz/README.md)",
+             attest_kernel_name(cand->kernel), o.id, a->candidate, fuzz_target_of(cand->kernel));
+    if (st == ATTEST_OK && !valid)
+        st = attest_fail(ATTEST_ERR_INTERNAL, "%s names no valid case, yet the target stopped on "
+                         "it: its output is in %s", input, log);
+    if (st == ATTEST_OK) {
+        printf("finding %d: the libFuzzer target stopped on %s (kept as %s)\n", number, base, kept);
+        st = handle_finding(a, cand, ropt, &c, &o, number);
+    }
+    attest_case_free(&c);
+    return st;
+}
+
+static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char *command_line)
+{
+    if (gen_bounds_given(&a->gen))
+        return attest_cli_usage_error(VERB, "generator bounds are options of --engine search (the "
+                                      "libFuzzer targets draw their cases from the input)");
+    char target[4096];
+    if (a->fuzzer) {
+        if (access(a->fuzzer, X_OK) != 0)
+            return attest_cli_usage_error(VERB, "--fuzzer %s: not an executable: %s", a->fuzzer,
+                                          strerror(errno));
+        snprintf(target, sizeof target, "%s", a->fuzzer);
+    } else if (attest_lf_default_target(cand->kernel, target, sizeof target) != ATTEST_OK) {
+        return attest_cli_usage_error(VERB, "--engine libfuzzer: %s", attest_last_error());
+    }
+    if (a->dict && access(a->dict, R_OK) != 0)
+        return attest_cli_usage_error(VERB, "--dict %s: %s", a->dict, strerror(errno));
+    attest_policy *policy = NULL;
+    if (a->policy && attest_policy_load(a->policy, &policy) != ATTEST_OK)
+        return attest_cli_usage_error(VERB, "%s", attest_last_error());
+
+    const char *tmp = getenv("TMPDIR");
+    char work[4096];
+    snprintf(work, sizeof work, "%s/attest-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(work) == NULL) {
+        attest_policy_free(policy);
+        return attest_cli_usage_error(VERB, "scratch folder %s: %s", work, strerror(errno));
+    }
+    char corpus[4200];
+    if (a->corpus) {
+        struct stat sb;
+        if (stat(a->corpus, &sb) != 0 && mkdir(a->corpus, 0777) != 0) {
+            remove_tree(work);
+            attest_policy_free(policy);
+            return attest_cli_usage_error(VERB, "--corpus %s: %s", a->corpus, strerror(errno));
+        }
+        snprintf(corpus, sizeof corpus, "%s", a->corpus);
+    } else {
+        snprintf(corpus, sizeof corpus, "%s/corpus", work);
+        mkdir(corpus, 0700);
+    }
+    attest_lf_options lo;
+    memset(&lo, 0, sizeof lo);
+    lo.target = target;
+    lo.candidate = a->candidate;
+    lo.device_candidate = cand->domain == ATTEST_DOMAIN_DEVICE;
+    lo.policy = a->policy;
+    lo.corpus = corpus;
+    lo.dict = a->dict;
+    lo.workdir = work;
+    lo.time = a->time;
+    lo.timeout = a->timeout;
+    lo.jobs = a->jobs;
+    lo.reruns = a->reruns;
+    lo.seed = a->seed;
+    lo.structure = !a->no_structure;
+    lo.progress = !a->quiet && attest_cli_interactive();
+    lo.features = fuzz_feature_count(cand->kernel);
+    printf("attest fuzz: %s (%s), libFuzzer (%s%s), up to %.0f s over %d job%s, seed %" PRIu64
+           " (--seed %" PRIu64 "), results in %s\n",
+           cand->name, attest_kernel_name(cand->kernel), target,
+           lo.structure ? ", structure-aware" : ", byte mutations only", a->time, a->jobs,
+           a->jobs == 1 ? "" : "s", a->seed, a->seed, a->out);
+    fflush(stdout);
+    attest_lf_totals t;
+    attest_status st = attest_lf_run(&lo, stderr, &t);
+    uint64_t rows = 0;
+    if (st == ATTEST_OK) st = attest_lf_merge(&lo, a->out, command_line, &rows);
+    if (st != ATTEST_OK) {
+        fflush(stdout);
+        attest_cli_usage_error(VERB, "%s (scratch folder kept: %s)", attest_last_error(), work);
+        attest_policy_free(policy);
+        return ATTEST_EXIT_USAGE;
+    }
+    const double rate = t.seconds > 0 ? (double)t.execs / t.seconds : 0.0;
+    printf("attest fuzz: %" PRIu64 " execs (%" PRIu64 " judged) in %.2f s (%.0f exec/s over %d "
+           "job%s), cov %" PRIu64 ", ft %" PRIu64 ", semantic classes %" PRIu64 "/%d, %d finding%s\n",
+           t.execs, t.judged, t.seconds, rate, a->jobs, a->jobs == 1 ? "" : "s", t.coverage,
+           t.features, t.classes, lo.features, t.findings, t.findings == 1 ? "" : "s");
+    printf("results: %" PRIu64 " judged cases in %s\n", rows, a->out);
+    int exit_code = t.findings ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    if (t.findings) {
+        printf("time to first finding: %.3f s (%" PRIu64 " execs)\n", t.first_finding_s,
+               t.first_finding_execs);
+        attest_runner_options ropt = attest_runner_defaults();
+        ropt.policy = policy;
+        ropt.reruns = a->reruns;
+        ropt.timeout_seconds = a->timeout;
+        ropt.reference = attest_ref_simulated;
+        for (int i = 0; i < t.findings; i++)
+            if (libfuzzer_finding(a, cand, &ropt, t.finding[i], t.finding_log[i], i + 1) != ATTEST_OK) {
+                fflush(stdout);
+                attest_cli_usage_error(VERB, "%s", attest_last_error());
+                exit_code = ATTEST_EXIT_USAGE;
+            }
+    } else if (t.interrupted) {
+        exit_code = 130;
+    }
+    if (exit_code != ATTEST_EXIT_USAGE) remove_tree(work);
+    attest_policy_free(policy);
+    return exit_code;
 }
 
 int attest_cmd_fuzz(int argc, char **argv)
@@ -355,6 +576,20 @@ int attest_cmd_fuzz(int argc, char **argv)
                      ((uint64_t)getpid() << 32);
         a.seed = attest_case_seed(s, 0) & 0xFFFFFFFFFFFFull; /* short enough to retype */
     }
+
+    const char *target = fuzz_target_of(cand->kernel);
+    if (strcmp(a.engine, "libfuzzer") == 0 && target == NULL) {
+        if (a.engine_given)
+            return attest_cli_usage_error(VERB, "--engine libfuzzer: %s has no libFuzzer target "
+                                          "(--engine search works for every kernel)",
+                                          attest_kernel_name(cand->kernel));
+        a.engine = "search";
+    }
+    if (strcmp(a.engine, "libfuzzer") == 0)
+        return run_libfuzzer(&a, cand, command_line);
+    if (a.corpus || a.dict || a.fuzzer || a.no_structure)
+        return attest_cli_usage_error(VERB, "--corpus, --dict, --fuzzer and --no-structure are "
+                                      "options of --engine libfuzzer");
 
     attest_job job;
     memset(&job, 0, sizeof job);
@@ -407,12 +642,29 @@ int attest_cmd_fuzz(int argc, char **argv)
         const size_t n = first_failures(a.out, found, 4);
         attest_runner_options ropt = opt.runner; /* policy NULL: the embedded default */
         ropt.reference = attest_ref_simulated;
-        for (size_t i = 0; i < n; i++)
-            if (handle_finding(&a, cand, &ropt, &job, &found[i], (int)i + 1) != ATTEST_OK) {
+        for (size_t i = 0; i < n; i++) {
+            finding_origin o;
+            memset(&o, 0, sizeof o);
+            snprintf(o.id, sizeof o.id, "%016" PRIx64, found[i].seed);
+            snprintf(o.what, sizeof o.what, "case seed 0x%016" PRIx64, found[i].seed);
+            snprintf(o.how, sizeof o.how,
+                     "generated from seed 0x%016" PRIx64 " (attest run --kernel %s --candidate %s "
+                     "--case-seed 0x%016" PRIx64 ")",
+                     found[i].seed, attest_kernel_name(cand->kernel), a.candidate, found[i].seed);
+            o.expected = 1;
+            o.verdict = found[i].verdict;
+            o.gates = found[i].failed_gates;
+            attest_case c;
+            memset(&c, 0, sizeof c);
+            attest_status fst = attest_generate_case(&job.gen, found[i].seed, &c);
+            if (fst == ATTEST_OK) fst = handle_finding(&a, cand, &ropt, &c, &o, (int)i + 1);
+            attest_case_free(&c);
+            if (fst != ATTEST_OK) {
                 fflush(stdout);
                 attest_cli_usage_error(VERB, "%s", attest_last_error());
                 exit_code = ATTEST_EXIT_USAGE;
             }
+        }
     } else {
         exit_code = attest_engine_exit_status(&totals); /* a signal, or nothing judged */
     }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "attest/campaign.h"
@@ -14,35 +16,11 @@
 #include "attest/registry.h"
 #include "attest/runner.h"
 
-fuzz_input fuzz_input_make(const uint8_t *data, size_t size)
-{
-    fuzz_input in = {data, 0, size};
-    return in;
-}
-
-size_t fuzz_remaining(const fuzz_input *in) { return in->tail - in->head; }
-
-uint64_t fuzz_tail_uint(fuzz_input *in, unsigned n)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n && fuzz_remaining(in) > 0; i++)
-        v |= (uint64_t)in->data[--in->tail] << (8 * i);
-    return v;
-}
-
-uint64_t fuzz_head_uint(fuzz_input *in, unsigned n)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n && fuzz_remaining(in) > 0; i++)
-        v |= (uint64_t)in->data[in->head++] << (8 * i);
-    return v;
-}
-
 const attest_candidate *fuzz_candidate(const char *fallback)
 {
     static const attest_candidate *cached;
     if (cached) return cached;
-    const char *spec = getenv("ATTEST_FUZZ_CANDIDATE");
+    const char *spec = getenv(FUZZ_ENV_CANDIDATE);
     if (spec == NULL || *spec == '\0') spec = fallback;
     if (attest_candidate_resolve(spec, &cached) != ATTEST_OK) {
         fprintf(stderr, "fuzz: cannot use candidate '%s': %s\n", spec, attest_last_error());
@@ -87,7 +65,7 @@ static void fuzz_record_append(const attest_case_record *rec, const attest_case 
     static int opened;
     if (!opened) {
         opened = 1;
-        const char *env = getenv("ATTEST_FUZZ_RESULTS");
+        const char *env = getenv(FUZZ_ENV_RESULTS);
         char path[1024];
         /* "%p" becomes the process id: libFuzzer's -jobs/-fork run several processes, and two
          * writers must not share one file. */
@@ -127,15 +105,28 @@ static fuzz_state state;
 static void fuzz_state_init(const attest_candidate *cand)
 {
     if (state.runner && state.cand == cand) return;
-    if (state.policy == NULL && attest_policy_default(&state.policy) != ATTEST_OK) {
-        fprintf(stderr, "fuzz: default policy: %s\n", attest_last_error());
+    const char *policy = getenv(FUZZ_ENV_POLICY);
+    if (state.policy == NULL &&
+        (policy && *policy ? attest_policy_load(policy, &state.policy)
+                           : attest_policy_default(&state.policy)) != ATTEST_OK) {
+        fprintf(stderr, "fuzz: policy: %s\n", attest_last_error());
         abort();
     }
     attest_runner_options opt = attest_runner_defaults();
-    /* In-process and one run: libFuzzer wants the candidate's own crash and speed; nondeterminism
-     * campaigns belong to `attest run --reruns`. */
+    /* In-process: libFuzzer wants the candidate's own crash and speed. One run unless the
+     * driver asks for the bitwise re-run check (`attest fuzz --reruns 2`). */
     opt.isolate = 0;
     opt.reruns = 1;
+    const char *reruns = getenv(FUZZ_ENV_RERUNS);
+    if (reruns && *reruns) {
+        char *end = NULL;
+        long n = strtol(reruns, &end, 10);
+        if (*end != '\0' || n < 1 || n > 1000) {
+            fprintf(stderr, "fuzz: %s=%s is not a run count in [1, 1000]\n", FUZZ_ENV_RERUNS, reruns);
+            abort();
+        }
+        opt.reruns = (int32_t)n;
+    }
     opt.policy = state.policy;
     opt.reference = attest_ref_simulated;
     if (attest_runner_create(cand, &opt, &state.runner) != ATTEST_OK) {
@@ -161,7 +152,7 @@ void fuzz_judge(const char *target, const attest_candidate *cand, attest_case *c
     fuzz_results_close_as(ATTEST_RESULTS_INTERRUPTED);
     char gates[128];
     attest_gate_mask_string(rec.failed_gates, gates, sizeof gates);
-    const char *dir = getenv("ATTEST_FUZZ_ARTIFACTS");
+    const char *dir = getenv(FUZZ_ENV_ARTIFACTS);
     char path[1024];
     snprintf(path, sizeof path, "%s/fuzz-%s-%016" PRIx64 ".h5", dir && *dir ? dir : ".", target,
              c->seed);
@@ -175,4 +166,107 @@ void fuzz_judge(const char *target, const attest_candidate *cand, attest_case *c
             rec.params, rec.message, saved == ATTEST_OK ? path : "not saved: ",
             saved == ATTEST_OK ? "" : attest_last_error());
     abort();
+}
+
+/* --- kernel targets: semantic counters, live stats, structure-aware mutation --------------- */
+
+/* libFuzzer treats every byte of this section as coverage: a semantic class an input reaches
+ * for the first time (or with a new count bucket) keeps the input in the corpus, as a new edge
+ * would. libFuzzer clears the section before each input. */
+__attribute__((used, section("__libfuzzer_extra_counters"))) static uint8_t
+    extra_counters[FUZZ_MAX_FEATURES];
+
+static struct {
+    int init, structure;
+    fuzz_stats *stats;
+    attest_kernel kernel;
+    uint8_t reached[FUZZ_MAX_FEATURES];
+    uint64_t classes;
+} kt;
+
+static void classes_write(void)
+{
+    const char *path = getenv(FUZZ_ENV_CLASSES);
+    FILE *f = path && *path ? fopen(path, "w") : NULL;
+    if (f == NULL) return;
+    for (int i = 0; i < fuzz_feature_count(kt.kernel); i++)
+        if (kt.reached[i]) fprintf(f, "%s\n", fuzz_feature_name(kt.kernel, i));
+    fclose(f);
+}
+
+static void kernel_target_init(attest_kernel kernel)
+{
+    if (kt.init) return;
+    kt.init = 1;
+    kt.kernel = kernel;
+    const char *structure = getenv(FUZZ_ENV_STRUCTURE);
+    kt.structure = !(structure && strcmp(structure, "0") == 0);
+    const char *stats = getenv(FUZZ_ENV_STATS);
+    const char *colon = stats ? strrchr(stats, ':') : NULL;
+    if (colon) {
+        char path[1024];
+        snprintf(path, sizeof path, "%.*s", (int)(colon - stats), stats);
+        const long slot = strtol(colon + 1, NULL, 10);
+        int fd = open(path, O_RDWR);
+        const size_t len = (size_t)(slot + 1) * sizeof(fuzz_stats);
+        void *m = fd >= 0 && slot >= 0 ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                                       : MAP_FAILED;
+        if (fd >= 0) close(fd);
+        if (m == MAP_FAILED) {
+            fprintf(stderr, "fuzz: %s=%s: cannot map the stats slot\n", FUZZ_ENV_STATS, stats);
+            abort();
+        }
+        kt.stats = (fuzz_stats *)m + slot;
+    }
+    if (getenv(FUZZ_ENV_CLASSES)) atexit(classes_write);
+}
+
+int fuzz_kernel_input(attest_kernel kernel, const char *target, const char *fallback,
+                      const uint8_t *data, size_t size)
+{
+    kernel_target_init(kernel);
+    const attest_candidate *cand = fuzz_candidate(fallback);
+    attest_case c;
+    int valid = 0;
+    if (fuzz_decode(kernel, data, size, &c, &valid) != ATTEST_OK) {
+        fprintf(stderr, "fuzz %s: decoding: %s\n", target, attest_last_error());
+        abort();
+    }
+    if (kt.stats) {
+        if (__atomic_load_n(&kt.stats->closed, __ATOMIC_RELAXED)) return 0; /* stopping: no count */
+        __atomic_fetch_add(&kt.stats->execs, 1, __ATOMIC_RELAXED);
+        /* The driver stops this job with SIGINT, which libFuzzer ends with _Exit: rows still
+         * buffered would be lost, so the file is closed first, when asked. */
+        if (__atomic_load_n(&kt.stats->stop, __ATOMIC_RELAXED) &&
+            !__atomic_load_n(&kt.stats->closed, __ATOMIC_RELAXED)) {
+            fuzz_results_close_as(ATTEST_RESULTS_INTERRUPTED);
+            __atomic_store_n(&kt.stats->closed, 1, __ATOMIC_RELEASE);
+            return 0;
+        }
+    }
+    if (!valid) return 0;
+    uint8_t hits[FUZZ_MAX_FEATURES];
+    fuzz_case_features(&c, hits);
+    for (int i = 0; i < FUZZ_MAX_FEATURES; i++) {
+        if (hits[i] && !kt.reached[i]) {
+            kt.reached[i] = 1;
+            kt.classes++;
+        }
+        if (kt.structure) extra_counters[i] = hits[i];
+    }
+    if (kt.stats) {
+        __atomic_store_n(&kt.stats->classes, kt.classes, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&kt.stats->judged, 1, __ATOMIC_RELAXED);
+    }
+    fuzz_judge(target, cand, &c);
+    attest_case_free(&c);
+    return 0;
+}
+
+size_t fuzz_kernel_mutate(attest_kernel kernel, uint8_t *data, size_t size, size_t max_size,
+                          unsigned int seed)
+{
+    kernel_target_init(kernel);
+    if (!kt.structure) return LLVMFuzzerMutate ? LLVMFuzzerMutate(data, size, max_size) : size;
+    return fuzz_mutate(kernel, data, size, max_size, seed, LLVMFuzzerMutate);
 }

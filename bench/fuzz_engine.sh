@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# `attest fuzz --engine libfuzzer` (issue 10): time to first finding from an empty corpus for
+# every shipped host mutant, exec/s per target, semantic classes reached in T seconds with and
+# without the structure-aware mutator and counters, and T seconds on every correct host
+# candidate (nothing may be found).
+#
+#   bash bench/fuzz_engine.sh [ATTEST] [SEEDS] [JOBS] [T] [PARTS]
+#
+# ATTEST: an attest binary of a fuzz build (default build-fuzz/attest; a gcc build works with
+# ATTEST_FUZZER_DIR=build-fuzz/fuzz); SEEDS: searches per mutant (default 3); JOBS: libFuzzer
+# processes (default 1); T: seconds per correct-candidate run (default 60); PARTS: any of
+# "ttff rate controls" (default all three). Prints markdown tables.
+set -euo pipefail
+attest=${1:-build-fuzz/attest}
+seeds=${2:-3}
+jobs=${3:-1}
+secs=${4:-60}
+parts=${5:-ttff rate controls}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fuzzer_args() { # kernel -> --fuzzer PATH when ATTEST_FUZZER_DIR is set
+  if [ -n "${ATTEST_FUZZER_DIR:-}" ]; then
+    case $1 in indexer) echo "--fuzzer $ATTEST_FUZZER_DIR/fuzz_indexer" ;;
+               *) echo "--fuzzer $ATTEST_FUZZER_DIR/fuzz_mla_decode" ;; esac
+  fi
+}
+
+median_max() { # numbers on stdin -> "median max"
+  sort -g | awk '{v[NR]=$1} END {m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2;
+                                printf "%s %s\n", m, v[NR]}'
+}
+
+# one run: kernel candidate extra-args... -> the summary line on stdout, exit status in $tmp/rc
+fuzz() {
+  local kernel=$1 cand=$2; shift 2
+  rm -rf "$tmp/f"; mkdir -p "$tmp/f"
+  # shellcheck disable=SC2046
+  "$attest" fuzz --engine libfuzzer $(fuzzer_args "$kernel") --candidate "$cand" --jobs "$jobs" \
+      --findings "$tmp/f" --out "$tmp/f/r.h5" --quiet "$@" > "$tmp/out" 2>&1 && rc=0 || rc=$?
+  echo "$rc" > "$tmp/rc"
+  cat "$tmp/out"
+}
+
+if [[ " $parts " == *" ttff "* ]]; then
+  echo "| mutant | median s | max s | median execs | max execs | verdict | saved case fails the same way |"
+  echo "|---|---|---|---|---|---|---|"
+  "$attest" list | awk '$1 ~ /^mutant-/ && $3 == "host" && $2 != "topk" {print $1, $2}' |
+  while read -r m kernel; do
+    : > "$tmp/t"; : > "$tmp/n"; verdict=""; same=yes
+    for s in $(seq 1 "$seeds"); do
+      out=$(fuzz "$kernel" "$m" --time 120 --seed "$s" --timeout 1 --max-tries 200)
+      line=$(grep -E '^time to first finding' <<<"$out" || true)
+      if [ -z "$line" ]; then echo "| $m | none in 120 s (seed $s) | | | | | |"; continue 2; fi
+      sed -E 's/.*: ([0-9.]+) s \(([0-9]+) execs\).*/\1/' <<<"$line" >> "$tmp/t"
+      sed -E 's/.*: ([0-9.]+) s \(([0-9]+) execs\).*/\2/' <<<"$line" >> "$tmp/n"
+      verdict=$(grep -oE '^finding 1: [A-Z_]+' <<<"$out" | awk '{print $3}' | tail -1)
+      grep -q '(fails the same way)' <<<"$out" || same=no
+    done
+    read -r tm tx < <(median_max < "$tmp/t")
+    read -r nm nx < <(median_max < "$tmp/n")
+    echo "| $m | $tm | $tx | $nm | $nx | $verdict | $same |"
+  done
+  echo
+fi
+
+if [[ " $parts " == *" rate "* ]]; then
+  echo "| target (candidate) | mutator | exec/s | judged | cov | ft | semantic classes | findings |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for pair in indexer:cpu-indexer mla-decode:cpu-mla-decode; do
+    kernel=${pair%%:*} cand=${pair#*:}
+    for mode in structure bytes; do
+      extra=(); [ "$mode" = bytes ] && extra=(--no-structure)
+      out=$(fuzz "$kernel" "$cand" --time "$secs" --seed 1 "${extra[@]}")
+      s=$(grep -E '^attest fuzz: [0-9]+ execs' <<<"$out" || echo "?")
+      rate=$(sed -nE 's/.*\(([0-9]+) exec\/s.*/\1/p' <<<"$s")
+      judged=$(sed -nE 's/.*execs \(([0-9]+) judged\).*/\1/p' <<<"$s")
+      cov=$(sed -nE 's/.*, cov ([0-9]+),.*/\1/p' <<<"$s")
+      ft=$(sed -nE 's/.*, ft ([0-9]+),.*/\1/p' <<<"$s")
+      cls=$(sed -nE 's/.*semantic classes ([0-9]+\/[0-9]+).*/\1/p' <<<"$s")
+      nf=$(sed -nE 's/.*, ([0-9]+) findings?$/\1/p' <<<"$s")
+      label=$([ "$mode" = structure ] && echo "structure-aware + counters" || echo "libFuzzer bytes only")
+      echo "| $kernel ($cand) | $label | $rate | $judged | $cov | $ft | $cls | $nf |"
+    done
+  done
+  echo
+fi
+
+if [[ " $parts " == *" controls "* ]]; then
+  echo "| correct candidate | seconds | execs | findings | exit |"
+  echo "|---|---|---|---|---|"
+  "$attest" list | awk '$1 ~ /^cpu-/ && $3 == "host" && $2 != "topk" && $1 != "cpu-mla-decode-bf16pv" {print $1, $2}' |
+  while read -r c kernel; do
+    out=$(fuzz "$kernel" "$c" --time "$secs" --seed 1)
+    s=$(grep -E '^attest fuzz: [0-9]+ execs' <<<"$out" || echo "?")
+    execs=$(sed -nE 's/^attest fuzz: ([0-9]+) execs.*/\1/p' <<<"$s")
+    nf=$(sed -nE 's/.*, ([0-9]+) findings?$/\1/p' <<<"$s")
+    echo "| $c | $secs | $execs | $nf | $(cat "$tmp/rc") |"
+    if [ "$(cat "$tmp/rc")" != 0 ]; then grep -E '^(finding|  )' <<<"$out" | head -8 | sed 's/^/    /'; fi
+  done
+fi

@@ -1,0 +1,183 @@
+/* The fuzz-input library's shared parts: reading from both ends, decoding dispatch, features
+ * dispatch and the structure-aware mutator's frame (fuzz_inputs.h). */
+#include <string.h>
+
+#include "inputs_internal.h"
+
+fuzz_input fuzz_input_make(const uint8_t *data, size_t size)
+{
+    fuzz_input in = {data, 0, size};
+    return in;
+}
+
+size_t fuzz_remaining(const fuzz_input *in) { return in->tail - in->head; }
+
+uint64_t fuzz_tail_uint(fuzz_input *in, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n && fuzz_remaining(in) > 0; i++)
+        v |= (uint64_t)in->data[--in->tail] << (8 * i);
+    return v;
+}
+
+uint64_t fuzz_head_uint(fuzz_input *in, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n && fuzz_remaining(in) > 0; i++)
+        v |= (uint64_t)in->data[in->head++] << (8 * i);
+    return v;
+}
+
+uint64_t fuzz_rng_next(fuzz_rng *r)
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 0x2545F4914F6CDD1DULL;
+}
+
+uint64_t fuzz_rng_below(fuzz_rng *r, uint64_t n) { return n ? fuzz_rng_next(r) % n : 0; }
+
+void fuzz_op_put(fuzz_op *op, uint64_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n && op->n < sizeof op->bytes; i++) op->bytes[op->n++] = (uint8_t)(v >> (8 * i));
+}
+
+int fuzz_heads_class(int32_t heads)
+{
+    return heads <= 1 ? 0 : heads == 2 ? 1 : heads <= 8 ? 2 : heads <= 32 ? 3 : heads <= 64 ? 4 : 5;
+}
+
+const char *fuzz_target_of(attest_kernel kernel)
+{
+    switch (kernel) {
+    case ATTEST_KERNEL_INDEXER: return "indexer";
+    case ATTEST_KERNEL_MLA_DECODE: return "mla_decode";
+    default: return NULL;
+    }
+}
+
+/* The generated case an input's tail names, before the head's operations. */
+static attest_status generate(attest_kernel kernel, fuzz_input *in, attest_case *out)
+{
+    attest_gen_options opt = attest_gen_fuzz_defaults(kernel); /* small cases, every edge class */
+    const uint64_t seed = fuzz_tail_uint(in, 8);
+    const uint8_t knobs = (uint8_t)fuzz_tail_uint(in, 1);
+    if (kernel == ATTEST_KERNEL_INDEXER)
+        fuzz_indexer_knobs(knobs, &opt);
+    else
+        fuzz_mla_knobs(knobs, &opt);
+    memset(out, 0, sizeof *out);
+    return attest_generate_case(&opt, seed, out);
+}
+
+attest_status fuzz_decode(attest_kernel kernel, const uint8_t *data, size_t size, attest_case *out,
+                          int *valid)
+{
+    *valid = 0;
+    if (fuzz_target_of(kernel) == NULL)
+        return attest_fail(ATTEST_ERR_UNSUPPORTED, "%s has no fuzz target", attest_kernel_name(kernel));
+    fuzz_input in = fuzz_input_make(data, size);
+    ATTEST_FORWARD(generate(kernel, &in, out));
+    if (kernel == ATTEST_KERNEL_INDEXER)
+        fuzz_indexer_apply(out, &in, valid);
+    else
+        fuzz_mla_apply(out, &in, valid);
+    if (!*valid) attest_case_free(out);
+    return ATTEST_OK;
+}
+
+int fuzz_feature_count(attest_kernel kernel)
+{
+    switch (kernel) {
+    case ATTEST_KERNEL_INDEXER: return fuzz_indexer_feature_count;
+    case ATTEST_KERNEL_MLA_DECODE: return fuzz_mla_feature_count;
+    default: return 0;
+    }
+}
+
+const char *fuzz_feature_name(attest_kernel kernel, int i)
+{
+    if (i < 0 || i >= fuzz_feature_count(kernel)) return "?";
+    return kernel == ATTEST_KERNEL_INDEXER ? fuzz_indexer_feature_names[i] : fuzz_mla_feature_names[i];
+}
+
+void fuzz_case_features(const attest_case *c, uint8_t hits[FUZZ_MAX_FEATURES])
+{
+    memset(hits, 0, FUZZ_MAX_FEATURES);
+    if (c->kernel == ATTEST_KERNEL_INDEXER)
+        fuzz_indexer_features(c, hits);
+    else if (c->kernel == ATTEST_KERNEL_MLA_DECODE)
+        fuzz_mla_features(c, hits);
+}
+
+/* The generated case of the last tail the mutator saw: a corpus entry is mutated many times in
+ * a row, and generating its case again each time would double the cost of an exec. */
+static struct {
+    int have;
+    attest_kernel kernel;
+    uint8_t tail[FUZZ_TAIL_BYTES];
+    attest_case c;
+} cached;
+
+static const attest_case *case_of_tail(attest_kernel kernel, const uint8_t *tail)
+{
+    if (cached.have && cached.kernel == kernel && memcmp(cached.tail, tail, FUZZ_TAIL_BYTES) == 0)
+        return &cached.c;
+    if (cached.have) attest_case_free(&cached.c);
+    cached.have = 0;
+    fuzz_input in = fuzz_input_make(tail, FUZZ_TAIL_BYTES);
+    if (generate(kernel, &in, &cached.c) != ATTEST_OK) return NULL;
+    cached.have = 1;
+    cached.kernel = kernel;
+    memcpy(cached.tail, tail, FUZZ_TAIL_BYTES);
+    return &cached.c;
+}
+
+size_t fuzz_mutate(attest_kernel kernel, uint8_t *data, size_t size, size_t max_size,
+                   unsigned int seed, fuzz_byte_mutator bytes)
+{
+    fuzz_rng r = {((uint64_t)seed << 1 | 1) * 0x9E3779B97F4A7C15ULL};
+    if (max_size < FUZZ_TAIL_BYTES + 1 || fuzz_target_of(kernel) == NULL) return size;
+    const unsigned roll = (unsigned)fuzz_rng_below(&r, 16);
+    if (size < FUZZ_TAIL_BYTES || roll == 0) { /* a new case: fresh seed and knobs, head kept */
+        if (size < FUZZ_TAIL_BYTES) size = FUZZ_TAIL_BYTES;
+        for (size_t i = size - FUZZ_TAIL_BYTES; i < size; i++) data[i] = (uint8_t)fuzz_rng_next(&r);
+        return size;
+    }
+    size_t head = size - FUZZ_TAIL_BYTES;
+    if (roll == 1) { /* another shape of the same seed */
+        data[size - 1] ^= (uint8_t)(1u << fuzz_rng_below(&r, 3));
+        return size;
+    }
+    if (roll <= 4 && bytes != NULL && head > 0) { /* byte mutations of the head, tail kept */
+        uint8_t tail[FUZZ_TAIL_BYTES];
+        memcpy(tail, data + head, FUZZ_TAIL_BYTES);
+        size_t n = bytes(data, head, max_size - FUZZ_TAIL_BYTES);
+        if (n > max_size - FUZZ_TAIL_BYTES) n = max_size - FUZZ_TAIL_BYTES;
+        memcpy(data + n, tail, FUZZ_TAIL_BYTES);
+        return n + FUZZ_TAIL_BYTES;
+    }
+    if (roll == 5 && head > 0) { /* drop the oldest operations (the end of the head) */
+        const size_t keep = (size_t)fuzz_rng_below(&r, head);
+        memmove(data + keep, data + head, FUZZ_TAIL_BYTES);
+        return keep + FUZZ_TAIL_BYTES;
+    }
+    const attest_case *c = case_of_tail(kernel, data + head);
+    if (c == NULL) return size;
+    fuzz_op op = {{0}, 0};
+    if (kernel == ATTEST_KERNEL_INDEXER)
+        fuzz_indexer_op(c, &r, &op);
+    else
+        fuzz_mla_op(c, &r, &op);
+    if (op.n == 0) return size;
+    /* Prepend: the decoder reads the head from the front, so the new operation is whole and
+     * runs first; what no longer fits falls off the end of the head. */
+    size_t room = max_size - FUZZ_TAIL_BYTES;
+    if (op.n > room) return size;
+    size_t kept = head + op.n <= room ? head : room - op.n;
+    memmove(data + op.n + kept, data + head, FUZZ_TAIL_BYTES);
+    memmove(data + op.n, data, kept);
+    memcpy(data, op.bytes, op.n);
+    return op.n + kept + FUZZ_TAIL_BYTES;
+}

@@ -1,0 +1,28 @@
+# `attest fuzz --engine libfuzzer` on every shipped host mutant and on the correct candidates
+# (tests/py/test_fuzz_engine.py). A fuzz build (clang) tests its own targets. A gcc build tests
+# itself driving a clang build's targets when clang can link libFuzzer: the fixture
+# fuzz_engine_build configures and builds fuzz_indexer and fuzz_mla_decode into
+# fuzz-engine/ (no sanitizer, no CUDA: a few minutes on 2 cores, so both are labelled slow).
+if(ATTEST_HAVE_FUZZ)
+  attest_add_python_test(test_fuzz_engine py/test_fuzz_engine.py LABELS "cli;slow" TIMEOUT 1500)
+  return()
+endif()
+find_program(ATTEST_CLANG clang)
+if(NOT ATTEST_CLANG)
+  return()
+endif()
+set(probe ${CMAKE_BINARY_DIR}/generated/libfuzzer_probe.c)
+file(WRITE ${probe} "#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n")
+execute_process(COMMAND ${ATTEST_CLANG} -fsanitize=fuzzer ${probe} -o ${CMAKE_BINARY_DIR}/generated/libfuzzer_probe
+  RESULT_VARIABLE probe_rc OUTPUT_QUIET ERROR_QUIET)
+if(NOT probe_rc EQUAL 0)
+  return()
+endif()
+add_test(NAME fuzz_engine_build
+  COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_SOURCE_DIR} -DBIN=${CMAKE_BINARY_DIR}/fuzz-engine
+          -DCLANG=${ATTEST_CLANG} -P ${CMAKE_SOURCE_DIR}/cmake/FuzzEngineBuild.cmake)
+set_tests_properties(fuzz_engine_build PROPERTIES LABELS "cli;slow" TIMEOUT 1800
+  FIXTURES_SETUP fuzz_engine)
+attest_add_python_test(test_fuzz_engine py/test_fuzz_engine.py LABELS "cli;slow" TIMEOUT 1500)
+set_tests_properties(test_fuzz_engine PROPERTIES FIXTURES_REQUIRED fuzz_engine
+  ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=;ATTEST_FUZZER_DIR=${CMAKE_BINARY_DIR}/fuzz-engine/fuzz")
