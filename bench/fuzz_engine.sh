@@ -9,13 +9,21 @@
 # ATTEST: an attest binary of a fuzz build (default build-fuzz/attest; a gcc build works with
 # ATTEST_FUZZER_DIR=build-fuzz/fuzz); SEEDS: searches per mutant (default 3); JOBS: libFuzzer
 # processes (default 1); T: seconds per correct-candidate run (default 60); PARTS: any of
-# "ttff rate controls" (default all three). Prints markdown tables.
+# "ttff rate classes controls" (default all four). Prints markdown tables. TTFF_ARGS: more
+# options for the ttff searches (TTFF_ARGS=--no-structure: libFuzzer's byte mutations alone).
+#
+# classes: each kernel target alone (the fuzz_<target> binaries of ATTEST_FUZZER_DIR, or
+# fuzz/ beside ATTEST), T seconds from an empty corpus, libFuzzer seed 1, with and without the
+# structure-aware mutator and counters (ATTEST_FUZZ_STRUCTURE=0): semantic classes reached by
+# the 100th, 1,000th and 10,000th exec and in all T seconds (ATTEST_FUZZ_CLASSES records the
+# exec that first reached each), and the classes only one of the two reached.
 set -euo pipefail
 attest=${1:-build-fuzz/attest}
 seeds=${2:-3}
 jobs=${3:-1}
 secs=${4:-60}
-parts=${5:-ttff rate controls}
+parts=${5:-ttff rate classes controls}
+fuzzdir=$(cd "${ATTEST_FUZZER_DIR:-$(dirname "$attest")/fuzz}" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -49,7 +57,8 @@ if [[ " $parts " == *" ttff "* ]]; then
   while read -r m kernel; do
     : > "$tmp/t"; : > "$tmp/n"; verdict=""; same=yes
     for s in $(seq 1 "$seeds"); do
-      out=$(fuzz "$kernel" "$m" --time 120 --seed "$s" --timeout 1 --max-tries 200)
+      # shellcheck disable=SC2086
+      out=$(fuzz "$kernel" "$m" --time 120 --seed "$s" --timeout 1 --max-tries 200 ${TTFF_ARGS:-})
       line=$(grep -E '^time to first finding' <<<"$out" || true)
       if [ -z "$line" ]; then echo "| $m | none in 120 s (seed $s) | | | | | |"; continue 2; fi
       sed -E 's/.*: ([0-9.]+) s \(([0-9]+) execs\).*/\1/' <<<"$line" >> "$tmp/t"
@@ -81,6 +90,31 @@ if [[ " $parts " == *" rate "* ]]; then
       nf=$(sed -nE 's/.*, ([0-9]+) findings?$/\1/p' <<<"$s")
       label=$([ "$mode" = structure ] && echo "structure-aware + counters" || echo "libFuzzer bytes only")
       echo "| $kernel ($cand) | $label | $rate | $judged | $cov | $ft | $cls | $nf |"
+    done
+  done
+  echo
+fi
+
+if [[ " $parts " == *" classes "* ]]; then
+  echo "| target | mutator | execs in ${secs} s | classes by exec 100 | 1,000 | 10,000 | in ${secs} s | reached by this mode only |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for t in indexer mla_decode; do
+    for mode in 1 0; do
+      rm -rf "$tmp/corpus"; mkdir -p "$tmp/corpus"
+      (cd "$tmp" && ATTEST_FUZZ_CLASSES="$tmp/classes-$t-$mode" ATTEST_FUZZ_STRUCTURE=$mode \
+        "$fuzzdir/fuzz_$t" -max_total_time="$secs" -seed=1 -max_len=512 -len_control=0 \
+        "$tmp/corpus" > "$tmp/log" 2>&1) || true
+      execs=$(grep -oE '^Done [0-9]+ runs' "$tmp/log" | awk '{print $2}')
+      by() { awk -v n="$1" '$2 <= n' "$tmp/classes-$t-$mode" | wc -l; }
+      echo "$t $mode $execs $(by 100) $(by 1000) $(by 10000) $(wc -l < "$tmp/classes-$t-$mode")" >> "$tmp/cls"
+    done
+    for mode in 1 0; do
+      other=$((1 - mode))
+      only=$(comm -23 <(awk '{print $1}' "$tmp/classes-$t-$mode" | sort) \
+                      <(awk '{print $1}' "$tmp/classes-$t-$other" | sort) | paste -sd, -)
+      read -r _ _ execs b1 b2 b3 all < <(grep "^$t $mode " "$tmp/cls")
+      label=$([ "$mode" = 1 ] && echo "structure-aware + counters" || echo "libFuzzer bytes only")
+      echo "| $t | $label | $execs | $b1 | $b2 | $b3 | $all | ${only:--} |"
     done
   done
   echo

@@ -29,7 +29,7 @@ echo "|---|---|---|---|---|---|"
 for m in $("$attest" list | awk '$1 ~ /^mutant-/ && $3 == "host" && $1 != "mutant-mla-int32-offsets" {print $1}'); do
   : > "$tmp/t"; : > "$tmp/n"; verdict=""
   for s in $(seq 1 "$seeds"); do
-    out=$("$attest" fuzz --candidate "$m" --time 120 --jobs "$jobs" --seed "$s" --timeout 0.5 \
+    out=$("$attest" fuzz --engine search --candidate "$m" --time 120 --jobs "$jobs" --seed "$s" --timeout 0.5 \
           --findings "$tmp" --out "$tmp/r.h5" --force --quiet --max-tries 1 || true)
     line=$(grep -E '^time to first finding' <<<"$out" || true)
     if [ -z "$line" ]; then echo "| $m | none in 120 s (seed $s) | | | | |"; continue 2; fi
@@ -46,7 +46,7 @@ echo
 echo "| correct candidate | cases/s ($jobs job(s), 10 s, reruns 1) |"
 echo "|---|---|"
 for c in cpu-indexer cpu-mla-decode; do
-  out=$("$attest" fuzz --candidate "$c" --time 10 --jobs "$jobs" --seed 1 --findings "$tmp" \
+  out=$("$attest" fuzz --engine search --candidate "$c" --time 10 --jobs "$jobs" --seed 1 --findings "$tmp" \
         --out "$tmp/r.h5" --force --quiet || true)
   rate=$(grep -oE '\(([0-9]+) cases/s' <<<"$out" | grep -oE '[0-9]+' | head -1)
   echo "| $c | $rate |"

@@ -37,6 +37,7 @@
 #include "commands.h"
 #include "attest/campaign.h"
 #include "attest/gen_options.h"
+#include "fuzz_finding.h"
 #include "fuzz_inputs.h"
 #include "fuzz_libfuzzer.h"
 
@@ -201,152 +202,10 @@ static int parse(int argc, char **argv, fuzz_args *a)
     return -1;
 }
 
-/* --- judging and minimizing one finding ------------------------------------------------- */
-
-typedef struct judge_ctx {
-    attest_runner *runner;
-    attest_verdict verdict;
-    uint32_t gates;
-} judge_ctx;
-
-static attest_status judge(attest_runner *runner, const attest_case *c, attest_case_record *rec)
+static attest_finding_options finding_options(const fuzz_args *a)
 {
-    memset(rec, 0, sizeof *rec);
-    return attest_runner_judge(runner, c, rec, NULL);
-}
-
-/* The minimizer's predicate: the same verdict and the same failed gates. */
-static int same_failure(const attest_case *c, void *p)
-{
-    judge_ctx *j = p;
-    attest_case_record rec;
-    if (judge(j->runner, c, &rec) != ATTEST_OK) return -1;
-    return rec.verdict == j->verdict && rec.failed_gates == j->gates;
-}
-
-static void describe_size(const attest_case *c, char *buf, size_t cap)
-{
-    const attest_case_size z = attest_case_size_of(c);
-    const int mla = c->kernel == ATTEST_KERNEL_MLA_DECODE;
-    snprintf(buf, cap, "b=%d %s=%d %s=%d %s=%" PRId64, z.requests, mla ? "s_q" : "next_n", z.rows,
-             mla ? "h" : "heads", z.heads, mla ? "index entries" : "positions", z.entries);
-}
-
-/* Saves c with its float64 reference outputs as the expected outputs (as golden fixtures hold
- * them). */
-static attest_status save_finding(const char *path, const attest_case *c, const char *note,
-                                  const char *replay)
-{
-    attest_casefile_output outs[ATTEST_RECORD_MAX_OUTPUTS];
-    double *ref[ATTEST_RECORD_MAX_OUTPUTS] = {0};
-    size_t k = 0;
-    attest_status st = ATTEST_OK;
-    for (size_t i = 0; i < c->num_tensors && k < ATTEST_RECORD_MAX_OUTPUTS; i++) {
-        const attest_tensor *t = &c->tensors[i];
-        if (t->role != ATTEST_ROLE_OUTPUT) continue;
-        outs[k] = attest_casefile_output_of(t);
-        outs[k].dtype = ATTEST_DTYPE_F64;
-        ref[k] = malloc(attest_tensor_count(t) * sizeof(double) + 1);
-        if (!ref[k]) st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "%s: expected outputs", path);
-        outs[k].data = ref[k];
-        k++;
-    }
-    if (st == ATTEST_OK) st = attest_engine_reference(c, ref);
-    attest_casefile_extras x;
-    memset(&x, 0, sizeof x);
-    x.expected = outs;
-    x.num_expected = k;
-    x.note = note;
-    x.replay = replay;
-    if (st == ATTEST_OK) st = attest_casefile_save(path, NULL, c, &x);
-    for (size_t i = 0; i < k; i++) free(ref[i]);
-    return st;
-}
-
-/* Where a finding came from: a generated seed (search) or a libFuzzer input. */
-typedef struct finding_origin {
-    char id[40];     /* the file name's last part: the seed or the input's hash, in hex */
-    char how[1400];  /* for the case file's note: how to get the unminimized case back */
-    char what[80];   /* for messages: "seed 0x..." or "input crash-..." */
-    int expected;    /* the search saw verdict/gates (search); libFuzzer only says "failed" */
-    attest_verdict verdict;
-    uint32_t gates;
-} finding_origin;
-
-/* Judges, minimizes and saves the failing case `c`. Returns ATTEST_OK when the finding was saved
- * (or did not fail again: then it says so). */
-static attest_status handle_finding(const fuzz_args *a, const attest_candidate *cand,
-                                    const attest_runner_options *ropt, attest_case *cp,
-                                    const finding_origin *o, int number)
-{
-    attest_case c = *cp, small;
-    memset(&small, 0, sizeof small);
-    attest_runner *runner = NULL;
-    attest_status st = attest_runner_create(cand, ropt, &runner);
-    attest_case_record rec;
-    if (st == ATTEST_OK) st = judge(runner, &c, &rec);
-    char gates[96], before[160], after[160];
-    if (st == ATTEST_OK && o->expected &&
-        (rec.verdict != o->verdict || rec.failed_gates != o->gates)) {
-        attest_gate_mask_string(o->gates, gates, sizeof gates);
-        printf("finding %d (%s): %s (%s) did not repeat: judged again it is %s; "
-               "the candidate is not deterministic across processes, kept unminimized\n",
-               number, o->what, attest_verdict_name(o->verdict), gates,
-               attest_verdict_name(rec.verdict));
-    } else if (st == ATTEST_OK && !attest_verdict_is_failure(rec.verdict)) {
-        printf("finding %d (%s): the libFuzzer target stopped on it, but judged in an isolated "
-               "worker it is %s (a failure of the in-process run alone: a sanitizer report, a "
-               "leak, or nondeterminism); kept unminimized\n",
-               number, o->what, attest_verdict_name(rec.verdict));
-    }
-    judge_ctx jc = {.runner = runner, .verdict = rec.verdict, .gates = rec.failed_gates};
-    attest_minimize_stats ms = {0, 0};
-    if (st == ATTEST_OK) {
-        if (attest_verdict_is_failure(rec.verdict))
-            st = attest_minimize_case(&c, same_failure, &jc, (uint32_t)a->max_tries, &small, &ms);
-        else
-            st = attest_minimize_case(&c, same_failure, &jc, 1, &small, &ms); /* a plain copy */
-    }
-    char path[4096], note[2048], replay[4400], params[ATTEST_PARAM_STRING_MAX];
-    if (st == ATTEST_OK) {
-        describe_size(&c, before, sizeof before);
-        describe_size(&small, after, sizeof after);
-        attest_gate_mask_string(rec.failed_gates, gates, sizeof gates);
-        snprintf(path, sizeof path, "%s/finding-%s-%s-%s.h5", a->findings,
-                 attest_kernel_name(c.kernel), attest_verdict_name(rec.verdict), o->id);
-        for (char *p = strrchr(path, '/') + 1; *p; p++)
-            if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
-        snprintf(note, sizeof note,
-                 "attest fuzz finding: %s%s%s%s of %s; %s, minimized from %s to %s in %u judgements",
-                 attest_verdict_name(rec.verdict), gates[0] ? " (" : "", gates, gates[0] ? ")" : "",
-                 cand->name, o->how, before, after, ms.tries);
-        snprintf(replay, sizeof replay, "attest check %s --candidate %s", path, a->candidate);
-        st = save_finding(path, &small, note, replay);
-    }
-    /* What attest check will see: the file, loaded back, judged once more. */
-    attest_case loaded;
-    memset(&loaded, 0, sizeof loaded);
-    attest_case_record again;
-    memset(&again, 0, sizeof again);
-    if (st == ATTEST_OK) st = attest_casefile_load(path, NULL, &loaded);
-    if (st == ATTEST_OK) st = judge(runner, &loaded, &again);
-    if (st == ATTEST_OK) {
-        if (attest_case_param_string(&loaded, params, sizeof params) != ATTEST_OK) params[0] = '\0';
-        printf("finding %d: %s%s%s%s, %s\n", number, attest_verdict_name(rec.verdict),
-               gates[0] ? " (" : "", gates, gates[0] ? ")" : "", o->what);
-        printf("  minimized: %s -> %s (%u judgements, %u reductions kept)\n", before, after,
-               ms.tries, ms.accepted);
-        printf("  saved: %s\n  %s\n", path, params);
-        if (again.verdict == rec.verdict && again.failed_gates == rec.failed_gates)
-            printf("  check: %s   (fails the same way)\n", replay);
-        else
-            printf("  check: %s   (WARNING: the saved case judged %s, not %s)\n", replay,
-                   attest_verdict_name(again.verdict), attest_verdict_name(rec.verdict));
-    }
-    attest_case_free(&loaded);
-    attest_case_free(&small);
-    attest_runner_destroy(runner);
-    return st;
+    attest_finding_options fo = {a->findings, a->candidate, (uint32_t)a->max_tries};
+    return fo;
 }
 
 /* The failing rows of a results file, first one per (verdict, gates) signature, up to `cap`. */
@@ -406,7 +265,7 @@ static attest_status libfuzzer_finding(const fuzz_args *a, const attest_candidat
     memset(&c, 0, sizeof c);
     int valid = 0;
     attest_status st = fuzz_decode(cand->kernel, data, size, &c, &valid);
-    finding_origin o;
+    attest_finding_origin o;
     memset(&o, 0, sizeof o);
     const char *base = strrchr(input, '/') ? strrchr(input, '/') + 1 : input;
     const char *dash = strchr(base, '-');
@@ -433,7 +292,8 @@ static attest_status libfuzzer_finding(const fuzz_args *a, const attest_candidat
                          "it: its output is in %s", input, log);
     if (st == ATTEST_OK) {
         printf("finding %d: the libFuzzer target stopped on %s (kept as %s)\n", number, base, kept);
-        st = handle_finding(a, cand, ropt, &c, &o, number);
+        const attest_finding_options fo = finding_options(a);
+        st = attest_fuzz_finding(&fo, cand, ropt, &c, &o, number);
     }
     attest_case_free(&c);
     return st;
@@ -505,7 +365,7 @@ static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char 
     attest_lf_totals t;
     attest_status st = attest_lf_run(&lo, stderr, &t);
     uint64_t rows = 0;
-    if (st == ATTEST_OK) st = attest_lf_merge(&lo, a->out, command_line, &rows);
+    if (st == ATTEST_OK) st = attest_lf_merge(&lo, a->out, command_line, t.interrupted, &rows);
     if (st != ATTEST_OK) {
         fflush(stdout);
         attest_cli_usage_error(VERB, "%s (scratch folder kept: %s)", attest_last_error(), work);
@@ -643,7 +503,7 @@ int attest_cmd_fuzz(int argc, char **argv)
         attest_runner_options ropt = opt.runner; /* policy NULL: the embedded default */
         ropt.reference = attest_ref_simulated;
         for (size_t i = 0; i < n; i++) {
-            finding_origin o;
+            attest_finding_origin o;
             memset(&o, 0, sizeof o);
             snprintf(o.id, sizeof o.id, "%016" PRIx64, found[i].seed);
             snprintf(o.what, sizeof o.what, "case seed 0x%016" PRIx64, found[i].seed);
@@ -657,7 +517,10 @@ int attest_cmd_fuzz(int argc, char **argv)
             attest_case c;
             memset(&c, 0, sizeof c);
             attest_status fst = attest_generate_case(&job.gen, found[i].seed, &c);
-            if (fst == ATTEST_OK) fst = handle_finding(&a, cand, &ropt, &c, &o, (int)i + 1);
+            if (fst == ATTEST_OK) {
+                const attest_finding_options fo = finding_options(&a);
+                fst = attest_fuzz_finding(&fo, cand, &ropt, &c, &o, (int)i + 1);
+            }
             attest_case_free(&c);
             if (fst != ATTEST_OK) {
                 fflush(stdout);

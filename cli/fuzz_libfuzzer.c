@@ -374,12 +374,11 @@ attest_status attest_lf_run(const attest_lf_options *opt, FILE *progress_out, at
 }
 
 attest_status attest_lf_merge(const attest_lf_options *opt, const char *out, const char *command_line,
-                              uint64_t *rows)
+                              int interrupted, uint64_t *rows)
 {
     *rows = 0;
     attest_results_writer *w = NULL;
     attest_status st = ATTEST_OK;
-    int complete = 1;
     for (int32_t i = 0; i < opt->jobs && st == ATTEST_OK; i++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/job-%d.h5", opt->workdir, i);
@@ -388,7 +387,6 @@ attest_status attest_lf_merge(const attest_lf_options *opt, const char *out, con
         st = attest_results_open_read(path, &r);
         if (st != ATTEST_OK) break;
         const attest_results_provenance *p = attest_results_provenance_of(r);
-        complete &= strcmp(p->state, "complete") == 0;
         if (w == NULL) {
             attest_results_provenance prov = *p;
             snprintf(prov.command_line, sizeof prov.command_line, "%s", command_line);
@@ -411,8 +409,8 @@ attest_status attest_lf_merge(const attest_lf_options *opt, const char *out, con
         attest_results_close_read(r);
     }
     if (w) {
-        attest_status cst = attest_results_close(w, complete ? ATTEST_RESULTS_COMPLETE
-                                                             : ATTEST_RESULTS_INTERRUPTED);
+        attest_status cst = attest_results_close(w, interrupted ? ATTEST_RESULTS_INTERRUPTED
+                                                                : ATTEST_RESULTS_COMPLETE);
         if (st == ATTEST_OK) st = cst;
     }
     return st;

@@ -53,9 +53,12 @@ attest_status attest_lf_run(const attest_lf_options *opt, FILE *progress_out,
                             attest_lf_totals *totals) ATTEST_MUST_CHECK;
 
 /* Merges the jobs' results files of the workdir, in job order with case ids renumbered, into
- * `out` (created; command_line recorded as provenance). *rows receives the rows merged. */
+ * `out` (created; command_line recorded as provenance; closed as interrupted when a signal
+ * stopped the campaign, else complete: a finding ends a search normally). *rows receives the
+ * rows merged. */
 attest_status attest_lf_merge(const attest_lf_options *opt, const char *out,
-                              const char *command_line, uint64_t *rows) ATTEST_MUST_CHECK;
+                              const char *command_line, int interrupted,
+                              uint64_t *rows) ATTEST_MUST_CHECK;
 
 /* The target binary for a kernel beside this executable (DIR/fuzz/fuzz_<target>), written into
  * buf; ATTEST_ERR_NOT_FOUND when there is none. */

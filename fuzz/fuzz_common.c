@@ -180,8 +180,8 @@ static struct {
     int init, structure;
     fuzz_stats *stats;
     attest_kernel kernel;
-    uint8_t reached[FUZZ_MAX_FEATURES];
-    uint64_t classes;
+    uint64_t reached[FUZZ_MAX_FEATURES]; /* 1 + the exec that first reached a class; 0: never */
+    uint64_t classes, execs;
 } kt;
 
 static void classes_write(void)
@@ -190,7 +190,7 @@ static void classes_write(void)
     FILE *f = path && *path ? fopen(path, "w") : NULL;
     if (f == NULL) return;
     for (int i = 0; i < fuzz_feature_count(kt.kernel); i++)
-        if (kt.reached[i]) fprintf(f, "%s\n", fuzz_feature_name(kt.kernel, i));
+        if (kt.reached[i]) fprintf(f, "%s %" PRIu64 "\n", fuzz_feature_name(kt.kernel, i), kt.reached[i]);
     fclose(f);
 }
 
@@ -244,12 +244,13 @@ int fuzz_kernel_input(attest_kernel kernel, const char *target, const char *fall
             return 0;
         }
     }
+    kt.execs++;
     if (!valid) return 0;
     uint8_t hits[FUZZ_MAX_FEATURES];
     fuzz_case_features(&c, hits);
     for (int i = 0; i < FUZZ_MAX_FEATURES; i++) {
         if (hits[i] && !kt.reached[i]) {
-            kt.reached[i] = 1;
+            kt.reached[i] = kt.execs;
             kt.classes++;
         }
         if (kt.structure) extra_counters[i] = hits[i];

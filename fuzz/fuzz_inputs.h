@@ -93,8 +93,9 @@ size_t fuzz_mutate(attest_kernel kernel, uint8_t *data, size_t size, size_t max_
  *   ATTEST_FUZZ_STRUCTURE   0: libFuzzer's byte mutations alone, no semantic counters
  *   ATTEST_FUZZ_STATS       FILE:SLOT, live counters (execs, judged, classes reached) at slot
  *                           SLOT of FILE (fuzz_stats), for a driver's progress line
- *   ATTEST_FUZZ_CLASSES     a file that receives, at a normal exit, the names of the semantic
- *                           classes (fuzz_inputs.h) the judged inputs reached
+ *   ATTEST_FUZZ_CLASSES     a file that receives, at a normal exit, one line per semantic
+ *                           class the judged inputs reached: its name and the exec (1-based)
+ *                           that reached it first
  */
 #define FUZZ_ENV_CANDIDATE "ATTEST_FUZZ_CANDIDATE"
 #define FUZZ_ENV_RESULTS "ATTEST_FUZZ_RESULTS"

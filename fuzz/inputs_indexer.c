@@ -10,6 +10,9 @@
  *   1 every scale of one block set to one power of two (an exponent class),
  *   2 one head's weight zeroed or negated in every query row.
  *
+ * Arguments are read in the order listed, each read in a statement of its own (inputs_mla.c says
+ * why: C leaves the order of two reads in one assignment to the compiler).
+ *
  * The domain: fp8 bytes take any of the 256 patterns, but the fp32 scales and weights take only
  * values real caches hold (pick_float: zeros, small and large finite values, NaN for scales).
  * A raw byte written into a scale could make it 1e38 or inf: the float32 candidate's logit
@@ -95,30 +98,33 @@ void fuzz_indexer_apply(attest_case *c, fuzz_input *in, int *valid)
         switch (op % 6) {
         case 0: { /* a context length: anything the block table can hold */
             int32_t *l = lens->data;
-            l[fuzz_head_uint(in, 1) % (uint64_t)p->b] =
-                (int32_t)(fuzz_head_uint(in, 2) % (uint64_t)(max_ctx + 1));
+            const uint64_t r = fuzz_head_uint(in, 1) % (uint64_t)p->b;
+            l[r] = (int32_t)(fuzz_head_uint(in, 2) % (uint64_t)(max_ctx + 1));
             break;
         }
         case 1: { /* a block-table entry: any physical block, repeats allowed */
             int32_t *t = table->data;
-            t[fuzz_head_uint(in, 2) % attest_tensor_count(table)] =
-                (int32_t)(fuzz_head_uint(in, 4) % (uint64_t)p->num_blocks);
+            const uint64_t i = fuzz_head_uint(in, 2) % attest_tensor_count(table);
+            t[i] = (int32_t)(fuzz_head_uint(in, 4) % (uint64_t)p->num_blocks);
             break;
         }
         case 2: { /* a key fp8 byte */
             uint8_t *b = cache->data;
             uint64_t blk = fuzz_head_uint(in, 4) % (uint64_t)p->num_blocks;
-            b[blk * BLOCK_BYTES + fuzz_head_uint(in, 2) % BLOCK_FP8] = (uint8_t)fuzz_head_uint(in, 1);
+            const uint64_t at = blk * BLOCK_BYTES + fuzz_head_uint(in, 2) % BLOCK_FP8;
+            b[at] = (uint8_t)fuzz_head_uint(in, 1);
             break;
         }
         case 3: { /* a query fp8 pattern */
             uint8_t *b = q->data;
-            b[fuzz_head_uint(in, 4) % q->nbytes] = (uint8_t)fuzz_head_uint(in, 1);
+            const uint64_t at = fuzz_head_uint(in, 4) % q->nbytes;
+            b[at] = (uint8_t)fuzz_head_uint(in, 1);
             break;
         }
         case 4: { /* a weight */
             float *f = w->data;
-            f[fuzz_head_uint(in, 2) % attest_tensor_count(w)] = pick_float(in);
+            const uint64_t i = fuzz_head_uint(in, 2) % attest_tensor_count(w);
+            f[i] = pick_float(in);
             break;
         }
         default: { /* a position's fp32 scale, written at its exact byte offset */

@@ -14,7 +14,9 @@
  *   4 two pages of the pool swapped and every index remapped (a page-table permutation: the
  *     same attention, other addresses).
  * Every mutation keeps the case valid (indices stay in the pool), so any failing verdict is the
- * candidate's fault.
+ * candidate's fault. Arguments are read in the order listed (where an element goes, then its
+ * value), each in a statement of its own: in one `a[read()] = read()` C leaves the order to the
+ * compiler, and gcc and clang then read the same input as two different cases.
  *
  * The domain. The reference accumulates in double and the candidates in float32 (bf16 on a GPU),
  * and the policy judges a candidate against float32 precision. A value float32 cannot carry (a
@@ -94,7 +96,8 @@ static void mutate_token(const scope *s, fuzz_input *in, int field)
     attest_token_offsets o;
     if (attest_layout_token_offsets(L, (uint32_t)(t % L->page_size), &o) != ATTEST_OK) abort();
     if (field == 0) { /* an fp8 element: any of the 256 patterns */
-        page[o.fp8 + fuzz_head_uint(in, 2) % L->fp8_dim] = (uint8_t)fuzz_head_uint(in, 1);
+        const uint64_t d = fuzz_head_uint(in, 2) % L->fp8_dim;
+        page[o.fp8 + d] = (uint8_t)fuzz_head_uint(in, 1);
     } else if (field == 1) { /* a scale */
         uint8_t *at = page + o.scale[fuzz_head_uint(in, 1) % L->num_scales];
         if (L->scale_format == ATTEST_SCALE_UE8M0) {
@@ -164,8 +167,8 @@ static void mutate_length(attest_case *c, fuzz_input *in, const char *name, int3
     attest_tensor *t = attest_case_tensor(c, name);
     if (t == NULL) return;
     int32_t *len = t->data;
-    len[fuzz_head_uint(in, 1) % attest_tensor_count(t)] =
-        (int32_t)(fuzz_head_uint(in, 2) % (uint64_t)(topk + 1));
+    const uint64_t i = fuzz_head_uint(in, 1) % attest_tensor_count(t);
+    len[i] = (int32_t)(fuzz_head_uint(in, 2) % (uint64_t)(topk + 1));
 }
 
 static void mutate_sink(attest_case *c, fuzz_input *in)
@@ -174,16 +177,16 @@ static void mutate_sink(attest_case *c, fuzz_input *in)
     if (t == NULL) return;
     static const float choices[] = {INFINITY, -INFINITY, 0.0f, -0.0f, 30.0f, -30.0f, 1e-30f, 5.0f};
     float *sink = t->data;
-    sink[fuzz_head_uint(in, 1) % attest_tensor_count(t)] =
-        choices[fuzz_head_uint(in, 1) % (sizeof choices / sizeof choices[0])];
+    const uint64_t i = fuzz_head_uint(in, 1) % attest_tensor_count(t);
+    sink[i] = choices[fuzz_head_uint(in, 1) % (sizeof choices / sizeof choices[0])];
 }
 
 static void mutate_q(attest_case *c, fuzz_input *in)
 {
     attest_tensor *t = attest_case_tensor(c, "q_bf16");
     uint16_t *q = t->data;
-    q[fuzz_head_uint(in, 4) % attest_tensor_count(t)] =
-        bf16_in_range((uint16_t)fuzz_head_uint(in, 2), Q_MAX_EXP);
+    const uint64_t i = fuzz_head_uint(in, 4) % attest_tensor_count(t);
+    q[i] = bf16_in_range((uint16_t)fuzz_head_uint(in, 2), Q_MAX_EXP);
 }
 
 

@@ -40,7 +40,7 @@ def main():
         d = os.path.join(tmp, name)
         os.mkdir(d)
         res = os.path.join(d, "r.h5")
-        rc, out, err = run("fuzz", "--candidate", name, "--time", "30", "--jobs", "2",
+        rc, out, err = run("fuzz", "--engine", "search", "--candidate", name, "--time", "30", "--jobs", "2",
                            "--seed", "1", "--timeout", "0.5", "--findings", d, "--out", res)
         check(rc == 1, f"{name}: fuzz exit {rc}, expected 1 (a finding)\n{out}{err}")
         files = glob.glob(os.path.join(d, "finding-*.h5"))
@@ -68,7 +68,7 @@ def main():
         os.mkdir(d)
         # seed 1: its first 5000 cases pass (a clock seed meets the rare false alarms that
         # docs/notes.md lists, which belong to the comparator's bounds, not to this verb)
-        rc, out, err = run("fuzz", "--candidate", cand, "--time", "3", "--jobs", "2", "--seed", "1",
+        rc, out, err = run("fuzz", "--engine", "search", "--candidate", cand, "--time", "3", "--jobs", "2", "--seed", "1",
                            "--findings", d, "--out", os.path.join(d, "r.h5"), "--reruns", "2")
         check(rc == 0, f"{cand}: fuzz exit {rc}\n{out}{err}")
         check(re.search(r", 0 findings", out) is not None, f"{cand}: findings reported\n{out}")

@@ -1,0 +1,148 @@
+/* attest fuzz: one finding judged again, minimized, saved and checked (fuzz_finding.h). */
+#include "fuzz_finding.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attest/casefile.h"
+#include "attest/minimize.h"
+#include "attest/reference.h"
+#include "attest/report.h"
+#include "attest/campaign.h"
+
+typedef struct judge_ctx {
+    attest_runner *runner;
+    attest_verdict verdict;
+    uint32_t gates;
+} judge_ctx;
+
+static attest_status judge(attest_runner *runner, const attest_case *c, attest_case_record *rec)
+{
+    memset(rec, 0, sizeof *rec);
+    return attest_runner_judge(runner, c, rec, NULL);
+}
+
+/* The minimizer's predicate: the same verdict and the same failed gates. */
+static int same_failure(const attest_case *c, void *p)
+{
+    judge_ctx *j = p;
+    attest_case_record rec;
+    if (judge(j->runner, c, &rec) != ATTEST_OK) return -1;
+    return rec.verdict == j->verdict && rec.failed_gates == j->gates;
+}
+
+static void describe_size(const attest_case *c, char *buf, size_t cap)
+{
+    const attest_case_size z = attest_case_size_of(c);
+    const int mla = c->kernel == ATTEST_KERNEL_MLA_DECODE;
+    snprintf(buf, cap, "b=%d %s=%d %s=%d %s=%" PRId64, z.requests, mla ? "s_q" : "next_n", z.rows,
+             mla ? "h" : "heads", z.heads, mla ? "index entries" : "positions", z.entries);
+}
+
+/* Saves c with its float64 reference outputs as the expected outputs (as golden fixtures hold
+ * them). */
+static attest_status save_finding(const char *path, const attest_case *c, const char *note,
+                                  const char *replay)
+{
+    attest_casefile_output outs[ATTEST_RECORD_MAX_OUTPUTS];
+    double *ref[ATTEST_RECORD_MAX_OUTPUTS] = {0};
+    size_t k = 0;
+    attest_status st = ATTEST_OK;
+    for (size_t i = 0; i < c->num_tensors && k < ATTEST_RECORD_MAX_OUTPUTS; i++) {
+        const attest_tensor *t = &c->tensors[i];
+        if (t->role != ATTEST_ROLE_OUTPUT) continue;
+        outs[k] = attest_casefile_output_of(t);
+        outs[k].dtype = ATTEST_DTYPE_F64;
+        ref[k] = malloc(attest_tensor_count(t) * sizeof(double) + 1);
+        if (!ref[k]) st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "%s: expected outputs", path);
+        outs[k].data = ref[k];
+        k++;
+    }
+    if (st == ATTEST_OK) st = attest_engine_reference(c, ref);
+    attest_casefile_extras x;
+    memset(&x, 0, sizeof x);
+    x.expected = outs;
+    x.num_expected = k;
+    x.note = note;
+    x.replay = replay;
+    if (st == ATTEST_OK) st = attest_casefile_save(path, NULL, c, &x);
+    for (size_t i = 0; i < k; i++) free(ref[i]);
+    return st;
+}
+
+attest_status attest_fuzz_finding(const attest_finding_options *fo, const attest_candidate *cand,
+                                  const attest_runner_options *ropt, attest_case *cp,
+                                  const attest_finding_origin *o, int number)
+{
+    attest_case c = *cp, small;
+    memset(&small, 0, sizeof small);
+    attest_runner *runner = NULL;
+    attest_status st = attest_runner_create(cand, ropt, &runner);
+    attest_case_record rec;
+    if (st == ATTEST_OK) st = judge(runner, &c, &rec);
+    char gates[96], before[160], after[160];
+    if (st == ATTEST_OK && o->expected &&
+        (rec.verdict != o->verdict || rec.failed_gates != o->gates)) {
+        attest_gate_mask_string(o->gates, gates, sizeof gates);
+        printf("finding %d (%s): %s (%s) did not repeat: judged again it is %s; "
+               "the candidate is not deterministic across processes, kept unminimized\n",
+               number, o->what, attest_verdict_name(o->verdict), gates,
+               attest_verdict_name(rec.verdict));
+    } else if (st == ATTEST_OK && !attest_verdict_is_failure(rec.verdict)) {
+        printf("finding %d (%s): the libFuzzer target stopped on it, but judged in an isolated "
+               "worker it is %s (a failure of the in-process run alone: a sanitizer report, a "
+               "leak, or nondeterminism); kept unminimized\n",
+               number, o->what, attest_verdict_name(rec.verdict));
+    }
+    judge_ctx jc = {.runner = runner, .verdict = rec.verdict, .gates = rec.failed_gates};
+    attest_minimize_stats ms = {0, 0};
+    if (st == ATTEST_OK) {
+        if (attest_verdict_is_failure(rec.verdict))
+            st = attest_minimize_case(&c, same_failure, &jc, fo->max_tries, &small, &ms);
+        else
+            st = attest_minimize_case(&c, same_failure, &jc, 1, &small, &ms); /* a plain copy */
+    }
+    char path[4096], note[2048], replay[4400], params[ATTEST_PARAM_STRING_MAX];
+    if (st == ATTEST_OK) {
+        describe_size(&c, before, sizeof before);
+        describe_size(&small, after, sizeof after);
+        attest_gate_mask_string(rec.failed_gates, gates, sizeof gates);
+        snprintf(path, sizeof path, "%s/finding-%s-%s-%s.h5", fo->findings,
+                 attest_kernel_name(c.kernel), attest_verdict_name(rec.verdict), o->id);
+        for (char *p = strrchr(path, '/') + 1; *p; p++)
+            if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+        snprintf(note, sizeof note,
+                 "attest fuzz finding: %s%s%s%s of %s; %s, minimized from %s to %s in %u judgements",
+                 attest_verdict_name(rec.verdict), gates[0] ? " (" : "", gates, gates[0] ? ")" : "",
+                 cand->name, o->how, before, after, ms.tries);
+        snprintf(replay, sizeof replay, "attest check %s --candidate %s", path, fo->candidate);
+        st = save_finding(path, &small, note, replay);
+    }
+    /* What attest check will see: the file, loaded back, judged once more. */
+    attest_case loaded;
+    memset(&loaded, 0, sizeof loaded);
+    attest_case_record again;
+    memset(&again, 0, sizeof again);
+    if (st == ATTEST_OK) st = attest_casefile_load(path, NULL, &loaded);
+    if (st == ATTEST_OK) st = judge(runner, &loaded, &again);
+    if (st == ATTEST_OK) {
+        if (attest_case_param_string(&loaded, params, sizeof params) != ATTEST_OK) params[0] = '\0';
+        printf("finding %d: %s%s%s%s, %s\n", number, attest_verdict_name(rec.verdict),
+               gates[0] ? " (" : "", gates, gates[0] ? ")" : "", o->what);
+        printf("  minimized: %s -> %s (%u judgements, %u reductions kept)\n", before, after,
+               ms.tries, ms.accepted);
+        printf("  saved: %s\n  %s\n", path, params);
+        if (again.verdict == rec.verdict && again.failed_gates == rec.failed_gates)
+            printf("  check: %s   (fails the same way)\n", replay);
+        else
+            printf("  check: %s   (WARNING: the saved case judged %s, not %s)\n", replay,
+                   attest_verdict_name(again.verdict), attest_verdict_name(rec.verdict));
+    }
+    attest_case_free(&loaded);
+    attest_case_free(&small);
+    attest_runner_destroy(runner);
+    return st;
+}
+

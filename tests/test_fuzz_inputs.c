@@ -1,0 +1,129 @@
+/* Tests of the fuzz-input library (fuzz/fuzz_inputs.h): an operation lands where its bytes say,
+ * read in the order the format lists (index, then value: the same case under gcc and clang),
+ * the semantic features see what a case holds, and the structure-aware mutator only writes
+ * inputs that decode to valid cases, within max_size. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "assert_ok.h"
+
+#include "fuzz_inputs.h"
+
+/* head bytes, then the tail: knobs, then the seed's bytes most significant first. */
+static size_t make_input(uint8_t *buf, const uint8_t *head, size_t n, uint8_t knobs, uint64_t seed)
+{
+    memcpy(buf, head, n);
+    buf[n] = knobs;
+    for (int i = 0; i < 8; i++) buf[n + 1 + i] = (uint8_t)(seed >> (8 * (7 - i)));
+    return n + FUZZ_TAIL_BYTES;
+}
+
+static int has_feature(const attest_case *c, const char *name)
+{
+    uint8_t hits[FUZZ_MAX_FEATURES];
+    fuzz_case_features(c, hits);
+    for (int i = 0; i < fuzz_feature_count(c->kernel); i++)
+        if (strcmp(fuzz_feature_name(c->kernel, i), name) == 0) return hits[i] > 0;
+    fail_msg("no feature named %s", name);
+    return 0;
+}
+
+/* Decode op 8 (a q value): 4 bytes of index 0, then the bf16 NaN 0x7FC1. */
+static void test_mla_q_op_reads_index_then_value(void **state)
+{
+    (void)state;
+    const uint8_t head[] = {8, 0, 0, 0, 0, 0xC1, 0x7F};
+    uint8_t buf[64];
+    const size_t n = make_input(buf, head, sizeof head, 0, 12345);
+    attest_case c;
+    int valid = 0;
+    assert_ok(fuzz_decode(ATTEST_KERNEL_MLA_DECODE, buf, n, &c, &valid));
+    assert_int_equal(valid, 1);
+    const uint16_t *q = attest_case_tensor(&c, "q_bf16")->data;
+    assert_int_equal(q[0], 0x7FC1);
+    assert_true(has_feature(&c, "q-nan"));
+    attest_case_free(&c);
+    /* The same case without the operation holds no NaN q. */
+    const size_t m = make_input(buf, head, 0, 0, 12345);
+    assert_ok(fuzz_decode(ATTEST_KERNEL_MLA_DECODE, buf, m, &c, &valid));
+    assert_false(has_feature(&c, "q-nan"));
+    attest_case_free(&c);
+}
+
+/* Indexer op 0 (a length): request 0, then the length 1 (little-endian, 2 bytes). */
+static void test_indexer_length_op(void **state)
+{
+    (void)state;
+    const uint8_t head[] = {0, 0, 1, 0};
+    uint8_t buf[64];
+    const size_t n = make_input(buf, head, sizeof head, 0, 99);
+    attest_case c;
+    int valid = 0;
+    assert_ok(fuzz_decode(ATTEST_KERNEL_INDEXER, buf, n, &c, &valid));
+    assert_int_equal(valid, 1);
+    assert_int_equal(((const int32_t *)attest_case_tensor(&c, "context_lens")->data)[0], 1);
+    assert_true(has_feature(&c, "len=1"));
+    attest_case_free(&c);
+}
+
+/* Decode extended op 0 (an all-invalid tile) on row 0, tile 0. */
+static void test_mla_invalid_tile_op(void **state)
+{
+    (void)state;
+    const uint8_t head[] = {126, 0, 0, 0, 0};
+    uint8_t buf[64];
+    const size_t n = make_input(buf, head, sizeof head, 0, 7);
+    attest_case c;
+    int valid = 0;
+    assert_ok(fuzz_decode(ATTEST_KERNEL_MLA_DECODE, buf, n, &c, &valid));
+    const attest_tensor *t = attest_case_tensor(&c, "indices");
+    const int32_t w = (int32_t)t->shape[t->rank - 1];
+    const int32_t *idx = t->data;
+    for (int32_t i = 0; i < w && i < 64; i++) assert_int_equal(idx[i], -1);
+    attest_case_free(&c);
+}
+
+/* Many rounds of the mutator from an empty input: sizes within max_size, every indexer input
+ * decodes (valid or skipped), every decode input decodes to a valid case (its decoder aborts on
+ * an invalid one), and the operations change the cases. */
+static void test_mutator_keeps_inputs_decodable(void **state)
+{
+    (void)state;
+    const attest_kernel kernels[] = {ATTEST_KERNEL_INDEXER, ATTEST_KERNEL_MLA_DECODE};
+    for (size_t k = 0; k < 2; k++) {
+        enum { MAX = 512 };
+        uint8_t buf[MAX];
+        size_t n = 0;
+        int changed = 0;
+        for (unsigned round = 0; round < 300; round++) {
+            n = fuzz_mutate(kernels[k], buf, n, MAX, round * 2654435761u, NULL);
+            assert_true(n >= FUZZ_TAIL_BYTES && n <= MAX);
+            attest_case c;
+            int valid = 0;
+            assert_ok(fuzz_decode(kernels[k], buf, n, &c, &valid));
+            if (kernels[k] == ATTEST_KERNEL_MLA_DECODE) assert_int_equal(valid, 1);
+            if (valid) {
+                changed |= n > FUZZ_TAIL_BYTES;
+                attest_case_free(&c);
+            }
+        }
+        assert_true(changed);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mla_q_op_reads_index_then_value),
+        cmocka_unit_test(test_indexer_length_op),
+        cmocka_unit_test(test_mla_invalid_tile_op),
+        cmocka_unit_test(test_mutator_keeps_inputs_decodable),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
