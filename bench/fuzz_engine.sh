@@ -53,7 +53,9 @@ fuzz() {
 if [[ " $parts " == *" ttff "* ]]; then
   echo "| mutant | median s | max s | median execs | max execs | verdict | saved case fails the same way |"
   echo "|---|---|---|---|---|---|---|"
-  "$attest" list | awk '$1 ~ /^mutant-/ && $3 == "host" && $2 != "topk" {print $1, $2}' |
+  # mutant-mla-int32-offsets fails only on pools past 2^31 bytes, which no fuzz input names
+  "$attest" list | awk '$1 ~ /^mutant-/ && $3 == "host" && $2 != "topk" && $2 != "pipeline" &&
+                        $1 != "mutant-mla-int32-offsets" {print $1, $2}' |
   while read -r m kernel; do
     : > "$tmp/t"; : > "$tmp/n"; verdict=""; same=yes
     for s in $(seq 1 "$seeds"); do

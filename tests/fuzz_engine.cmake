@@ -1,3 +1,7 @@
+# What a kernel fuzz input means (fuzz/fuzz_inputs.h): decoding order, features, the mutator.
+attest_add_cmocka_test(test_fuzz_inputs test_fuzz_inputs.c LIBS attest_fuzz_inputs)
+list(APPEND ATTEST_CUSTOM_TESTS test_fuzz_inputs)
+
 # `attest fuzz --engine libfuzzer` on every shipped host mutant and on the correct candidates
 # (tests/py/test_fuzz_engine.py). A fuzz build (clang) tests its own targets. A gcc build tests
 # itself driving a clang build's targets when clang can link libFuzzer: the fixture
