@@ -19,17 +19,44 @@
  * kscale * sum_h w * relu(dot) then overflows where the double reference does not, a verdict
  * on float32 itself rather than on the kernel (inputs_mla.c explains the same for decode). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "attest/layout.h"
 #include "inputs_internal.h"
 
-#define BLOCK_BYTES 8448 /* c4-indexer: 64 positions x 128 fp8 bytes, then 64 fp32 scales */
-#define BLOCK_FP8 8192
-#define POSITIONS 64
+#define POSITIONS ((int32_t)ATTEST_INDEXER_BLOCK) /* signed, for length arithmetic */
 #define EXTENDED 252
 /* Scale exponents the extended operation writes: 2^-100 (about 1e-30) to 2^14. */
 #define SCALE_MIN_EXP (-100)
 #define SCALE_EXPS 115
+
+/* Where a c4-indexer block's keys and scales lie, from the layout descriptor. */
+typedef struct c4_geometry {
+    uint64_t stride;                      /* bytes per block */
+    uint64_t keys;                        /* fp8 key bytes of a block, from its start */
+    uint32_t dim;                         /* fp8 bytes per key */
+    uint64_t key[ATTEST_INDEXER_BLOCK];   /* offset of position t's key */
+    uint64_t scale[ATTEST_INDEXER_BLOCK]; /* offset of position t's fp32 scale */
+} c4_geometry;
+
+static const c4_geometry *c4(void)
+{
+    static c4_geometry g;
+    if (g.stride) return &g;
+    attest_layout L;
+    if (attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, ATTEST_INDEXER_BLOCK, 0, &L) != ATTEST_OK) abort();
+    for (uint32_t t = 0; t < ATTEST_INDEXER_BLOCK; t++) {
+        attest_token_offsets o;
+        if (attest_layout_token_offsets(&L, t, &o) != ATTEST_OK) abort();
+        g.key[t] = o.fp8;
+        g.scale[t] = o.scale[0];
+    }
+    g.dim = L.fp8_dim;
+    g.keys = (uint64_t)L.page_size * L.fp8_dim;
+    g.stride = L.page_stride;
+    return &g;
+}
 
 static float pick_float(fuzz_input *in)
 {
@@ -65,8 +92,7 @@ static void apply_extended(attest_case *c, fuzz_input *in)
         uint8_t *b = attest_case_tensor(c, "cache_bytes")->data;
         uint64_t blk = fuzz_head_uint(in, 4) % (uint64_t)p->num_blocks;
         float s = ldexpf(1.0f, SCALE_MIN_EXP + (int)(fuzz_head_uint(in, 1) % SCALE_EXPS));
-        for (int pos = 0; pos < POSITIONS; pos++)
-            memcpy(b + blk * BLOCK_BYTES + BLOCK_FP8 + (size_t)pos * 4, &s, 4);
+        for (int pos = 0; pos < POSITIONS; pos++) memcpy(b + blk * c4()->stride + c4()->scale[pos], &s, 4);
         break;
     }
     default: { /* one head's weight in every row */
@@ -111,7 +137,7 @@ void fuzz_indexer_apply(attest_case *c, fuzz_input *in, int *valid)
         case 2: { /* a key fp8 byte */
             uint8_t *b = cache->data;
             uint64_t blk = fuzz_head_uint(in, 4) % (uint64_t)p->num_blocks;
-            const uint64_t at = blk * BLOCK_BYTES + fuzz_head_uint(in, 2) % BLOCK_FP8;
+            const uint64_t at = blk * c4()->stride + fuzz_head_uint(in, 2) % c4()->keys;
             b[at] = (uint8_t)fuzz_head_uint(in, 1);
             break;
         }
@@ -132,7 +158,7 @@ void fuzz_indexer_apply(attest_case *c, fuzz_input *in, int *valid)
             uint64_t pos = fuzz_head_uint(in, 1) % POSITIONS;
             uint8_t nan = (uint8_t)fuzz_head_uint(in, 1) == 0; /* a NaN scale, now and then */
             float s = nan ? NAN : fabsf(pick_float(in));
-            memcpy((uint8_t *)cache->data + blk * BLOCK_BYTES + BLOCK_FP8 + pos * 4, &s, 4);
+            memcpy((uint8_t *)cache->data + blk * c4()->stride + c4()->scale[pos], &s, 4);
             break;
         }
         }
@@ -226,14 +252,14 @@ void fuzz_indexer_features(const attest_case *c, uint8_t *hits)
             for (int32_t j = 0; j < i; j++)
                 if (row[j] == row[i]) fuzz_hit(hits, F_TABLE_REPEAT);
             if (row[i] < 0 || row[i] >= p->num_blocks) continue;
-            const uint8_t *blk = cache + (size_t)row[i] * BLOCK_BYTES;
+            const uint8_t *blk = cache + (size_t)row[i] * c4()->stride;
             const int32_t used = len - i * POSITIONS < POSITIONS ? len - i * POSITIONS : POSITIONS;
             for (int32_t pos = 0; pos < used; pos++) {
                 float s;
-                memcpy(&s, blk + BLOCK_FP8 + (size_t)pos * 4, 4);
+                memcpy(&s, blk + c4()->scale[pos], 4);
                 scale_classes(s, hits);
-                const uint8_t *k = blk + (size_t)pos * 128;
-                for (int d = 0; d < 128; d++) fp8_classes(k[d], hits, F_KEY_NAN, F_KEY_MAX, F_KEY_SUBNORMAL);
+                const uint8_t *k = blk + c4()->key[pos];
+                for (uint32_t d = 0; d < c4()->dim; d++) fp8_classes(k[d], hits, F_KEY_NAN, F_KEY_MAX, F_KEY_SUBNORMAL);
             }
         }
     }
@@ -315,7 +341,7 @@ void fuzz_indexer_op(const attest_case *c, fuzz_rng *r, fuzz_op *op)
     case 4: /* a special key fp8 code in a block that is read */
         fuzz_op_put(op, 2, 1);
         fuzz_op_put(op, pick_block(c, r), 4);
-        fuzz_op_put(op, fuzz_rng_below(r, BLOCK_FP8), 2);
+        fuzz_op_put(op, fuzz_rng_below(r, c4()->keys), 2);
         fuzz_op_put(op, special_fp8[fuzz_rng_below(r, sizeof special_fp8)], 1);
         break;
     case 5: /* a special query code */
