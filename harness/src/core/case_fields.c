@@ -166,6 +166,7 @@ void attest_param_set_real(attest_case *c, const attest_param_field *f, double v
 
 const char *attest_param_value_name(const attest_param_field *f, int64_t v, int short_form)
 {
+    if (!f) return NULL;
     if (f->type == ATTEST_PARAM_LAYOUT || f->type == ATTEST_PARAM_FIXED_LAYOUT)
         return v == (int)v ? attest_layout_name((attest_layout_id)v) : NULL;
     if (f->type != ATTEST_PARAM_ENUM || v < 0 || v >= f->num_values) return NULL;

@@ -1,4 +1,6 @@
-/* Conventions by name (conventions.h). One table: adding a convention is one row. */
+/* Conventions by name (conventions.h). One table: adding a convention is one row; the value
+ * names are the case parameter's (case_fields.c), so a file, a parameter string and a
+ * --convention flag spell a value alike. */
 #include "attest/conventions.h"
 
 #include <stdio.h>
@@ -8,19 +10,17 @@ typedef struct convention_row {
     const char *key;
     attest_kernel kernel;
     size_t offset;           /* of the int-sized enum field in attest_conventions */
-    const char *values[4];   /* value names, by enum value */
+    const char *attr;        /* the case parameter it sets (its values and their names) */
 } convention_row;
 
 #define FIELD(f) offsetof(attest_conventions, f)
 
 static const convention_row rows[] = {
-    {"masking", ATTEST_KERNEL_INDEXER, FIELD(masking), {"-inf", "0.0", "unspecified", NULL}},
-    {"relu_nan", ATTEST_KERNEL_INDEXER, FIELD(relu_nan), {"to_zero", "propagates", NULL, NULL}},
-    {"lse", ATTEST_KERNEL_MLA_DECODE, FIELD(lse_convention),
-     {"excludes_sink", "includes_sink", NULL, NULL}},
-    {"lonely_lse", ATTEST_KERNEL_MLA_DECODE, FIELD(lonely_lse), {"+inf", "-inf", "sink", NULL}},
-    {"minus_one", ATTEST_KERNEL_MLA_DECODE, FIELD(invalid_index),
-     {"skip", "ends_list", NULL, NULL}},
+    {"masking", ATTEST_KERNEL_INDEXER, FIELD(masking), "masking"},
+    {"relu_nan", ATTEST_KERNEL_INDEXER, FIELD(relu_nan), "relu_nan"},
+    {"lse", ATTEST_KERNEL_MLA_DECODE, FIELD(lse_convention), "lse_convention"},
+    {"lonely_lse", ATTEST_KERNEL_MLA_DECODE, FIELD(lonely_lse), "lonely_lse"},
+    {"minus_one", ATTEST_KERNEL_MLA_DECODE, FIELD(invalid_index), "minus_one"},
 };
 
 #define NUM_ROWS (sizeof rows / sizeof rows[0])
@@ -37,11 +37,26 @@ static int field_value(const attest_conventions *c, const convention_row *r)
     return v;
 }
 
+/* The case parameter a row mirrors (NULL only for a row naming no parameter). */
+static const attest_param_field *param_of(const convention_row *r)
+{
+    size_t n;
+    const attest_param_field *f = attest_case_param_fields(r->kernel, &n);
+    for (size_t i = 0; i < n; i++)
+        if (f[i].type == ATTEST_PARAM_ENUM && !strcmp(f[i].attr, r->attr)) return &f[i];
+    return NULL;
+}
+
 static int num_values(const convention_row *r)
 {
-    int n = 0;
-    while (n < 4 && r->values[n]) n++;
-    return n;
+    const attest_param_field *f = param_of(r);
+    return f ? f->num_values : 0;
+}
+
+static const char *value_name(const convention_row *r, int v)
+{
+    const char *name = attest_param_value_name(param_of(r), v, 0);
+    return name ? name : "unknown";
 }
 
 attest_conventions attest_conventions_default(void)
@@ -58,12 +73,12 @@ attest_status attest_convention_set(attest_conventions *c, const char *key, cons
         char known[128] = "";
         size_t used = 0;
         for (int v = 0; v < num_values(&rows[i]); v++) {
-            if (strcmp(rows[i].values[v], value) == 0) {
+            if (strcmp(value_name(&rows[i], v), value) == 0) {
                 *field(c, &rows[i]) = v;
                 return ATTEST_OK;
             }
             int w = snprintf(known + used, sizeof known - used, "%s%s", v ? ", " : "",
-                             rows[i].values[v]);
+                             value_name(&rows[i], v));
             if (w > 0 && (size_t)w < sizeof known - used) used += (size_t)w;
         }
         return attest_fail(ATTEST_ERR_NOT_FOUND, "convention %s: unknown value '%s' (known: %s)",
@@ -86,7 +101,7 @@ size_t attest_conventions_format(const attest_conventions *c, attest_kernel kern
     for (size_t i = 0; i < NUM_ROWS; i++) {
         if (rows[i].kernel != kernel) continue;
         const int v = field_value(c, &rows[i]);
-        const char *name = v >= 0 && v < num_values(&rows[i]) ? rows[i].values[v] : "unknown";
+        const char *name = value_name(&rows[i], v);
         int w = snprintf(buf + used, cap > used ? cap - used : 0, "%s%s=%s", used ? "," : "",
                          rows[i].key, name);
         if (w < 0) break;
