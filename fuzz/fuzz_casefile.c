@@ -56,7 +56,7 @@
  * full malloc stacks (fast_unwind_on_malloc=0 halves exec/s: libhdf5 has no frame pointers), so
  * the whole library is named. What that hides: memory HDF5 hands to attest and attest fails to
  * free. The case-file reader has one such site, a variable-length string attribute
- * (casefile_h5attr.c, freed with H5free_memory on every path; seed-mla-v4-group-extra.h5 has
+ * (store/h5.c, freed with H5free_memory on every path; seed-mla-v4-group-extra.h5 has
  * such strings). */
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libhdf5\n"; }
