@@ -17,6 +17,7 @@
  * process inherited (SIGUSR1's disposition, whether descriptor $ATTEST_TEST_INHERITED_FD is open),
  * for test_probe_isolation.py.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "attest/candidate.h"
@@ -89,8 +91,14 @@ static int setsid_run(void *ctx, const attest_kernel_args *a)
 {
     (void)ctx;
     (void)a;
+    /* The run returns only once the grandchild has written its pid, so the test sees the pid
+     * however loaded the machine is (before, a slow grandchild could be killed by the harness's
+     * sweep before writing it, and the test read an empty pid file). */
+    int ready[2];
+    if (pipe(ready) != 0) return 1;
     pid_t p = fork();
     if (p == 0) {
+        close(ready[0]);
         setsid();
         pid_t q = fork(); /* a daemon's double fork: the grandchild is nobody's child */
         if (q == 0) {
@@ -102,11 +110,22 @@ static int setsid_run(void *ctx, const attest_kernel_args *a)
                     fclose(f);
                 }
             }
+            char one = 1;
+            if (write(ready[1], &one, 1) != 1) _exit(1);
+            close(ready[1]);
             for (int i = 0; i < 600; i++) sleep(1);
             _exit(0);
         }
         _exit(0);
     }
+    close(ready[1]);
+    if (p > 0) {
+        char one;
+        while (read(ready[0], &one, 1) < 0 && errno == EINTR) {
+        }
+        waitpid(p, NULL, 0);
+    }
+    close(ready[0]);
     return 0;
 }
 
