@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU test (label gpu): `attest run --sanitize` on the paged indexer and its broken variants.
+# GPU test (label gpu): `attest run --sanitize` on the paged indexer, the MLA decodes and their
+# broken variants.
 # The correct kernel is clean under memcheck, racecheck and initcheck; the racy variant is a
 # SANITIZER verdict under racecheck, the uninitialized-read one under initcheck, and the
 # campaign goes on after each report. Exits 77 without compute-sanitizer or a usable device.
@@ -17,11 +18,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export TMPDIR=$work
 
-# run EXPECTED_RC TOOL CANDIDATE CASES: prints the summary; fails on another exit status.
+# run EXPECTED_RC TOOL CANDIDATE CASES [FLAGS...]: prints the summary; fails on another exit
+# status.
 run() {
   local want=$1 tool=$2 cand=$3 cases=$4
+  shift 4
   "$attest" run --candidate "$cand" --sanitize "$tool" --cases "$cases" --seed 5 --quiet \
-    --timeout 120 >"$work/out" 2>&1
+    --timeout 120 "$@" >"$work/out" 2>&1
   local rc=$?
   if grep -q "no usable device" "$work/out"; then echo "skipped: no usable device"; exit 77; fi
   echo "== $cand under $tool: exit $rc"
@@ -44,5 +47,8 @@ grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict
 grep -q "Uninitialized" "$work/out" || { echo "FAIL: the report's lines are missing"; exit 1; }
 run 0 memcheck cuda-mla-decode 30
 run 1 racecheck mutant-cuda-mla-decode-merge-race 10
+grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
+run 1 racecheck mutant-cuda-mla-decode-mma-merge-race 3 --layout mla-v4 \
+  --policy "$(dirname "$0")/../policies/bf16-tensor-core.json"
 grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
 echo "PASS"

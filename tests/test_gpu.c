@@ -229,6 +229,47 @@ static void mla_mutants_are_caught(void **state)
     if (!failing) printf("merge-race: no failing verdict in 200 cases without racecheck\n");
 }
 
+/* cuda-mla-decode-mma passes mla-v4 cases under
+ * policies/bf16-tensor-core.json (its K/V and P are bf16): default bounds with and without the
+ * graph check, more than 64 heads (two head blocks, the last one padded), production shapes;
+ * its racy merge fails some case. */
+static void cuda_mla_decode_mma_passes(void **state)
+{
+    (void)state;
+    const char *src = getenv("ATTEST_SOURCE_DIR");
+    if (!src) fail_msg("ATTEST_SOURCE_DIR is not set: the bf16 policy is read from the source tree");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/policies/bf16-tensor-core.json", src);
+    attest_policy *bf16 = NULL, *saved = policy;
+    assert_ok(attest_policy_load(path, &bf16));
+    policy = bf16;
+    attest_gen_options g = attest_gen_defaults(ATTEST_KERNEL_MLA_DECODE);
+    g.layout = ATTEST_LAYOUT_MLA_V4;
+    expect_all_ok("cuda-mla-decode-mma", 0, g, 61, 400, "default bounds, mla-v4");
+    expect_all_ok("cuda-mla-decode-mma", 1, g, 62, 150, "default bounds, mla-v4");
+    attest_gen_options wide = g;
+    wide.max_heads = 130;
+    expect_all_ok("cuda-mla-decode-mma", 0, wide, 63, 60, "heads up to 130");
+    attest_gen_options prod = g;
+    prod.production_shape = 1;
+    expect_all_ok("cuda-mla-decode-mma", 0, prod, 64, 20, "production shapes, mla-v4");
+    attest_runner *r = make_runner("mutant-cuda-mla-decode-mma-merge-race");
+    attest_case_record rec;
+    int failing = 0;
+    for (uint64_t i = 0; i < 200 && !failing; i++) {
+        attest_verdict v = judge(r, &g, attest_case_seed(65, i), &rec);
+        if (attest_verdict_is_failure(v)) {
+            failing = 1;
+            printf("mma merge-race: case %llu %s: %s\n", (unsigned long long)i,
+                   attest_verdict_name(v), rec.message);
+        }
+    }
+    attest_runner_destroy(r);
+    policy = saved;
+    attest_policy_free(bf16);
+    assert_true(failing);
+}
+
 int main(void)
 {
     if (attest_policy_default(&policy) != ATTEST_OK) return 1;
@@ -250,6 +291,7 @@ int main(void)
         cmocka_unit_test(paged_mutants_are_caught),
         cmocka_unit_test(cuda_mla_decode_passes),
         cmocka_unit_test(mla_mutants_are_caught),
+        cmocka_unit_test(cuda_mla_decode_mma_passes),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     attest_policy_free(policy);

@@ -26,6 +26,8 @@ extern "C" const attest_candidate *const *attest_cuda_candidates(size_t *count)
         append(l, n);
         l = cuda_mla_candidates(&n);
         append(l, n);
+        l = cuda_mla_mma_candidates(&n);
+        append(l, n);
     }
     *count = all_count;
     return joined;

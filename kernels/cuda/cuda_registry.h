@@ -10,5 +10,6 @@
 const attest_candidate *const *cuda_direct_candidates(size_t *count);  // cuda_indexer.cu
 const attest_candidate *const *cuda_paged_candidates(size_t *count);   // cuda_paged_candidates.cu
 const attest_candidate *const *cuda_mla_candidates(size_t *count);     // cuda_mla_decode.cu
+const attest_candidate *const *cuda_mla_mma_candidates(size_t *count); // cuda_mla_decode_mma.cu
 
 #endif
