@@ -23,6 +23,7 @@
 #include "commands.h"
 #include "attest/campaign.h"
 #include "pipeline_run.h"
+#include "topk_files.h"
 
 #define VERB "check"
 #define MAX_CANDIDATES 16
@@ -60,7 +61,9 @@ static void usage(FILE *f)
           "  --junit FILE      also write a JUnit XML report (one testcase per case and candidate)\n"
           "  --json FILE       also write the summary as JSON\n"
           "With --candidate STAGE=SPEC (indexer=, topk=, decode=) the files are pipeline case\n"
-          "files and each chain is judged seam by seam (attest check --candidate topk=X --help).\n",
+          "files and each chain is judged seam by seam (attest check --candidate topk=X --help).\n"
+          "With a top-k candidate (or --kernel topk) the files are top-k case files\n"
+          "(attest check --kernel topk --help).\n",
           f);
 }
 
@@ -573,6 +576,7 @@ static void print_summary(const check_run *r, double seconds)
 int attest_cmd_check(int argc, char **argv)
 {
     if (attest_wants_pipeline(argc, argv)) return attest_cmd_check_pipeline(argc, argv);
+    if (attest_check_wants_topk(argc, argv)) return attest_cmd_check_topk(argc, argv);
     char command_line[2048]; /* before getopt permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     check_args a;

@@ -15,6 +15,7 @@
 #include "baseline.h"
 #include "commands.h"
 #include "check.h"
+#include "topk_files.h"
 #include "attest/campaign.h"
 
 static void usage(FILE *f)
@@ -276,6 +277,10 @@ int attest_cmd_replay(int argc, char **argv)
     replay_args a;
     int rc = parse(argc, argv, &a);
     if (rc >= 0) return rc;
+    /* A top-k row or case file is the top-k family's (topk_files.h). */
+    if ((rc = attest_topk_replay(a.file, a.has_case, a.case_id, a.candidate, a.reruns, a.timeout,
+                                 a.no_isolate)) >= 0)
+        return rc;
     attest_case c;
     attest_case_record stored;
     memset(&c, 0, sizeof c);

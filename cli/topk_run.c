@@ -6,11 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "attest/campaign.h"
+#include "attest/clock.h"
+#include "attest/files.h"
 #include "attest/reference_topk.h"
 #include "attest/topk_candidates.h"
 #include "attest/topk_runner.h"
 #include "commands.h"
+#include "topk_files.h"
 
 attest_status attest_topk_run_candidate(const attest_topk_candidate *cand,
                                         const attest_topk_case *c,
@@ -136,12 +141,16 @@ static void usage(FILE *f)
           "  --reruns N         runs per case, compared bitwise (default 2)\n"
           "  --timeout SEC      per-run time limit (default 10)\n"
           "  --no-isolate       run in this process (no crash or hang protection)\n"
+          "  --save-failures DIR  write each failing case as DIR/topk-SEED.h5 (kept if it\n"
+          "                     exists), for attest check (docs/case-format.md)\n"
+          "  --out FILE         write a results file, one row per case (attest show, attest replay;\n"
+          "                     docs/results-format.md); --force replaces an earlier one\n"
           "  --max-batch N --max-next-n N --max-len N (row width) --max-topk N   generator bounds\n",
           f);
 }
 
 enum { OPT_CASE_SEED = 256, OPT_PRINT, OPT_MAX_BATCH, OPT_MAX_NEXT_N, OPT_MAX_LEN, OPT_MAX_TOPK,
-       OPT_QUIET, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE };
+       OPT_QUIET, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_SAVE, OPT_OUT, OPT_FORCE };
 
 static const struct option topk_options[] = {
     {"help", no_argument, NULL, 'h'},
@@ -160,6 +169,9 @@ static const struct option topk_options[] = {
     {"reruns", required_argument, NULL, OPT_RERUNS},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+    {"save-failures", required_argument, NULL, OPT_SAVE},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"force", no_argument, NULL, OPT_FORCE},
     {NULL, 0, NULL, 0},
 };
 
@@ -167,9 +179,11 @@ static const struct option topk_options[] = {
 
 int attest_cmd_run_topk(int argc, char **argv)
 {
-    const char *cand_name = NULL, *kernel = NULL, *filter = NULL;
+    char command_line[2048]; /* taken before getopt permutes argv */
+    attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
+    const char *cand_name = NULL, *kernel = NULL, *filter = NULL, *save_dir = NULL, *out = NULL;
     uint64_t cases = 100, seed = 1, case_seed = 0, print_failures = 20;
-    int use_case_seed = 0;
+    int use_case_seed = 0, force = 0;
     attest_topk_gen_bounds g = attest_topk_gen_defaults();
     attest_topk_run_options ro = attest_topk_run_defaults();
     optind = 1;
@@ -214,6 +228,9 @@ int attest_cmd_run_topk(int argc, char **argv)
             if (attest_cli_parse_double(optarg, 0.01, 86400.0, &ro.timeout_seconds)) BAD("timeout");
             break;
         case OPT_NO_ISOLATE: ro.isolate = 0; break;
+        case OPT_SAVE: save_dir = optarg; break;
+        case OPT_OUT: out = optarg; break;
+        case OPT_FORCE: force = 1; break;
         default: return attest_cli_getopt_error("run", ch, argv);
         }
     }
@@ -223,8 +240,22 @@ int attest_cmd_run_topk(int argc, char **argv)
         return attest_cli_usage_error("run", "candidate '%s' is a topk kernel, not %s",
                                       cand_name ? cand_name : "?", kernel);
     if (cand_name == NULL) return attest_cli_usage_error("run", "--candidate is required");
+    if (save_dir) {
+        struct stat sb;
+        if (stat(save_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return attest_cli_usage_error("run", "--save-failures %s: not a directory", save_dir);
+    }
+    if (out) {
+        const char *inputs[1] = {cand_name};
+        const int orc = attest_cli_check_output("run", out, ATTEST_OUTPUT_RESULTS, force, inputs, 1);
+        if (orc >= 0) return orc;
+    }
     const attest_topk_candidate *cand = NULL;
     if (attest_topk_candidate_resolve(cand_name, &cand) != ATTEST_OK)
+        return attest_cli_usage_error("run", "%s", attest_last_error());
+    attest_results_writer *results = NULL;
+    if (out && attest_topk_results_open(out, command_line, cand_name, &g, seed,
+                                        use_case_seed ? 1 : cases, &results) != ATTEST_OK)
         return attest_cli_usage_error("run", "%s", attest_last_error());
 
     printf("attest run: topk candidate %s, %s\n", cand->name, cand->description);
@@ -248,14 +279,34 @@ int attest_cmd_run_topk(int argc, char **argv)
         attest_topk_verdict v;
         const size_t n = (size_t)attest_topk_rows(&c.p) * (size_t)c.p.k;
         int32_t *idx = malloc(n * sizeof *idx + 1), *phys = malloc(n * sizeof *phys + 1);
+        const double t0 = attest_monotonic_seconds();
         st = idx && phys ? attest_topk_run_candidate(cand, &c, &ro, &v, idx, phys)
                          : attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "topk run: out of memory");
+        const double seconds = attest_monotonic_seconds() - t0;
+        char replay[1024];
+        snprintf(replay, sizeof replay,
+                 "attest run --kernel topk --candidate %s --case-seed 0x%016" PRIx64
+                 " --max-batch %d --max-next-n %d --max-len %d --max-topk %d",
+                 cand_name, s, g.max_batch, g.max_next_n, g.max_width, g.max_k);
+        if (st == ATTEST_OK && results) {
+            attest_case_record rec;
+            attest_topk_record(cand, &c, params, i, &v, ro.reruns, seconds, &rec);
+            st = attest_results_append(results, &rec, NULL, NULL);
+        }
+        if (st == ATTEST_OK && v.failed && save_dir) {
+            char path[4200];
+            int kept = 0;
+            st = attest_topk_save_failure(save_dir, cand, &c, &v, idx, phys, replay, path,
+                                          sizeof path, &kept);
+            if (st == ATTEST_OK && kept) printf("  note: %s exists, kept\n", path);
+        }
         free(idx);
         free(phys);
         attest_topk_case_free(&c);
         if (st != ATTEST_OK) {
-            fprintf(stderr, "attest run: case %" PRIu64 ": harness error: %s\n", i,
-                    attest_last_error());
+            fprintf(stderr, "attest run: case %" PRIu64 ": %s\n", i, attest_last_error());
+            if (results && attest_results_close(results, ATTEST_RESULTS_INTERRUPTED) != ATTEST_OK)
+                fprintf(stderr, "attest run: %s\n", attest_last_error());
             return ATTEST_EXIT_USAGE;
         }
         judged++;
@@ -267,11 +318,8 @@ int attest_cmd_run_topk(int argc, char **argv)
             printed++;
             char checks[160];
             attest_topk_check_mask_string(v.failed, checks, sizeof checks);
-            printf("MISMATCH case %" PRIu64 " %s [%s] rows failing %d\n  %s\n"
-                   "  replay: attest run --kernel topk --candidate %s --case-seed 0x%016" PRIx64
-                   " --max-batch %d --max-next-n %d --max-len %d --max-topk %d\n",
-                   i, params, checks, v.rows_failed, v.detail, cand->name, s, g.max_batch,
-                   g.max_next_n, g.max_width, g.max_k);
+            printf("MISMATCH case %" PRIu64 " %s [%s] rows failing %d\n  %s\n  replay: %s\n", i,
+                   params, checks, v.rows_failed, v.detail, replay);
         }
     }
     printf("attest: %" PRIu64 " cases judged\n  verdicts: OK %" PRIu64 ", MISMATCH %" PRIu64 "\n",
@@ -283,6 +331,11 @@ int attest_cmd_run_topk(int argc, char **argv)
                 printf(" %s %" PRIu64, attest_topk_check_name((attest_topk_check)k),
                        check_counts[k]);
         printf("\n");
+    }
+    if (results) {
+        if (attest_results_close(results, ATTEST_RESULTS_COMPLETE) != ATTEST_OK)
+            return attest_cli_usage_error("run", "%s", attest_last_error());
+        printf("  results: %s (attest show %s)\n", out, out);
     }
     if (judged == 0) {
         printf("result: NOTHING JUDGED\n");

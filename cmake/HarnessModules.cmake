@@ -18,7 +18,7 @@ set(ATTEST_HEADERS_core status numerics rng layout case candidate conventions cl
   files topk)
 set(ATTEST_HEADERS_gen generator minimize pipeline)
 set(ATTEST_HEADERS_judge compare bound policy record judge)
-set(ATTEST_HEADERS_store casefile casefile_h5 results)
+set(ATTEST_HEADERS_store casefile casefile_h5 results topk_casefile)
 set(ATTEST_HEADERS_run runner device external bench topk_runner)
 
 # Every source lives in a module folder: one left at the top (a rebase from before the split)

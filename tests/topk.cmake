@@ -56,3 +56,8 @@ add_test(NAME cli_topk_plugin_crash_in_entry
   COMMAND sh -c "out=$(\"$0\" run --kernel topk --candidate \"$1:plugin-topk\" 2>&1); rc=$?; echo \"$out\"; test $rc -eq 2 && test $(echo \"$out\" | wc -l) -eq 1 && echo \"$out\" | grep -q 'loading it crashed'"
   $<TARGET_FILE:attest> $<TARGET_FILE:attest_topk_crash_plugin>)
 set_tests_properties(cli_topk_plugin_crash_in_entry PROPERTIES LABELS "cli" TIMEOUT 60)
+
+# Top-k case files and results files through the CLI (cli/topk_files.c, tests/cli_topk_files.sh).
+add_test(NAME cli_topk_files COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_topk_files.sh $<TARGET_FILE:attest>)
+set_tests_properties(cli_topk_files PROPERTIES LABELS cli TIMEOUT 300
+  ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "^PASS")

@@ -34,7 +34,7 @@ PUBLIC = {
             "files topk",
     "gen": "generator minimize pipeline",
     "judge": "compare bound policy record judge",
-    "store": "casefile casefile_h5 results",
+    "store": "casefile casefile_h5 results topk_casefile",
     "run": "runner device external bench topk_runner",
 }
 
