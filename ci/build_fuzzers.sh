@@ -18,7 +18,7 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 : "${LIB_FUZZING_ENGINE:=-fsanitize=fuzzer}"
 : "${OUT:=$src/build-oss-fuzz/out}"
 work=${WORK:-$src/build-oss-fuzz}/cmake
-targets=(mla_decode indexer casefile policy)
+targets=(mla_decode indexer casefile policy topk)
 command -v zip > /dev/null || { echo "build_fuzzers.sh: zip is required" >&2; exit 2; }
 mkdir -p "$OUT" "$work"
 

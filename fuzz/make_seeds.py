@@ -10,6 +10,8 @@ seeds (regressions() says what each was). Needs numpy and h5py (case-file seeds 
 - mla_decode, indexer: the fuzz input is read from both ends (fuzz_common.h). The last 8 bytes
   are the generator seed (little-endian from the end), the byte before them the shape knobs;
   the head is a list of mutation operations. A seed is a few random mutation bytes plus a tail.
+- topk: the same two ends (knobs bit 0: default bounds); the head is 7-byte operations on the
+  generated case (fuzz_topk.c).
 - casefile: the smallest valid case files (indexer at the root, mla-v32 with topk_length and a
   sink, mla-v4 with an extra scope in a nested group), with compact, contiguous and deflated
   storage and fixed- and variable-length strings, plus a truncated copy.
@@ -206,6 +208,9 @@ def main():
     case_seeds(out, "mla_decode", [0, 1, 3, 4, 5, 7])
     # knobs bit 0: edge bytes off.
     case_seeds(out, "indexer", [0, 1, 0, 1, 0])
+    # knobs bit 0: the top-k generator's default bounds (else small cases); the head is 7-byte
+    # operations (fuzz_topk.c).
+    case_seeds(out, "topk", [0, 1, 0, 1, 0, 1])
     casefile_seeds(out)
     policy_seeds(out)
     regressions(out)

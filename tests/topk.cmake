@@ -61,3 +61,16 @@ set_tests_properties(cli_topk_plugin_crash_in_entry PROPERTIES LABELS "cli" TIME
 add_test(NAME cli_topk_files COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_topk_files.sh $<TARGET_FILE:attest>)
 set_tests_properties(cli_topk_files PROPERTIES LABELS cli TIMEOUT 300
   ENVIRONMENT "${ATTEST_TEST_ENV};CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "^PASS")
+
+# The top-k fuzz target (fuzz/fuzz_topk.c): every correct built-in replays its seed corpus without
+# a finding (fuzz_replay_topk is cpu-topk); a mutant is found and its case file fails attest check.
+foreach(cand cpu-topk-ties-high cpu-topk-unsorted cpu-topk-short-identity)
+  add_test(NAME fuzz_replay_topk_${cand} COMMAND fuzz_topk_replay ${CMAKE_SOURCE_DIR}/fuzz/corpus/topk)
+  set_tests_properties(fuzz_replay_topk_${cand} PROPERTIES LABELS "fuzz-replay" TIMEOUT 120
+    ENVIRONMENT "CUDA_VISIBLE_DEVICES=;ATTEST_FUZZ_CANDIDATE=${cand}")
+endforeach()
+add_test(NAME fuzz_topk_finds_mutant
+  COMMAND sh -c "d=$(mktemp -d) && trap 'rm -rf \"$d\"' EXIT && ATTEST_FUZZ_ARTIFACTS=\"$d\" ATTEST_FUZZ_CANDIDATE=mutant-topk-drops-ties \"$0\" \"$2\" >/dev/null 2>&1; test $? -ne 0 && ls \"$d\"/fuzz-topk-*.h5 >/dev/null && { \"$1\" check \"$d\"/fuzz-topk-*.h5 --candidate mutant-topk-drops-ties >/dev/null; test $? -eq 1; } && \"$1\" check \"$d\"/fuzz-topk-*.h5 --candidate cpu-topk >/dev/null && echo FOUND"
+  $<TARGET_FILE:fuzz_topk_replay> $<TARGET_FILE:attest> ${CMAKE_SOURCE_DIR}/fuzz/corpus/topk)
+set_tests_properties(fuzz_topk_finds_mutant PROPERTIES LABELS "fuzz-replay" TIMEOUT 120
+  ENVIRONMENT "CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "FOUND")
