@@ -390,6 +390,7 @@ attest_status attest_lf_merge(const attest_lf_options *opt, const char *out, con
         if (w == NULL) {
             attest_results_provenance prov = *p;
             snprintf(prov.command_line, sizeof prov.command_line, "%s", command_line);
+            prov.seed = opt->seed; /* the campaign's, from which every job's -seed derives */
             prov.policy_text = p->policy_text;
             st = attest_results_create(out, &prov, NULL, &w);
         }

@@ -96,6 +96,8 @@ def main():
             rc, sout, serr = run("show", res)
             check(rc == 0 and m is not None and f"{m.group(1)} cases" in sout,
                   f"{cand}: attest show of the merged file (exit {rc})\n{sout}{serr}")
+            check("seed 1," in sout and "complete" in sout,
+                  f"{cand}: the merged file's provenance (seed 1, complete)\n{sout}")
         # The counters count: both runs reach most classes the default shapes hold (how the two
         # compare over time is bench/fuzz_engine.sh's to measure, not a gate).
         for mode, n in classes.items():
