@@ -62,6 +62,11 @@ static float position_logit(const float *q, const float *w, int heads, const flo
     if (order == CPU_INDEXER_SCALE_FIRST)
         for (int d = 0; d < C4_DIM; d++) ks[d] = k[d] * scale;
     const float *kk = order == CPU_INDEXER_SCALE_FIRST ? ks : k;
+    /* Scale first is the README form relu(dot(q, k * scale)); it equals the kernel form
+     * (fmax(dot, 0) * w, scale last) only for finite positive scales, so it is a function of its
+     * own on NaN, infinite, zero and negative scales: torch's relu, which keeps a NaN, as the
+     * `propagates` convention its candidate declares. */
+    const int keep_nan = order == CPU_INDEXER_SCALE_FIRST;
     float sum = 0.0f;
     for (int i = 0; i < heads; i++) {
         const int h = order == CPU_INDEXER_HEADS_REVERSED ? heads - 1 - i : i;
@@ -75,6 +80,8 @@ static float position_logit(const float *q, const float *w, int heads, const flo
             sum = fmaf(fmaxf(dot, 0.0f), w[h], sum);
         else if (order == CPU_INDEXER_PAIRWISE_HEADS && heads <= 256)
             terms[h] = fmaxf(dot, 0.0f) * w[h];
+        else if (keep_nan && dot != dot)
+            sum += dot * w[h];
         else
             sum += fmaxf(dot, 0.0f) * w[h];
     }

@@ -58,7 +58,7 @@ static int init_reverse(void **ctx) { *ctx = (void *)&mla_reverse; return 0; }
 static int init_exp2(void **ctx) { *ctx = (void *)&mla_exp2; return 0; }
 static int init_bf16_pv(void **ctx) { *ctx = (void *)&mla_bf16_pv; return 0; }
 
-#define ORDER_CANDIDATE(var, cname, kern, init_fn, run_fn, sup_fn, desc)                           \
+#define ORDER_CANDIDATE(var, cname, kern, init_fn, run_fn, sup_fn, desc, ...)                      \
     static const attest_candidate var = {                                                          \
         .abi_version = ATTEST_CANDIDATE_ABI_VERSION,                                               \
         .struct_size = sizeof(attest_candidate),                                                   \
@@ -67,7 +67,8 @@ static int init_bf16_pv(void **ctx) { *ctx = (void *)&mla_bf16_pv; return 0; }
         .kernel = kern,                                                                            \
         .domain = ATTEST_DOMAIN_HOST,                                                              \
         .conventions = {.masking = ATTEST_MASK_NEG_INF,                                            \
-                        .lse_convention = ATTEST_LSE_EXCLUDES_SINK},                               \
+                        .lse_convention = ATTEST_LSE_EXCLUDES_SINK,                                \
+                        __VA_ARGS__},                                                              \
         .init = init_fn,                                                                           \
         .supports = sup_fn,                                                                        \
         .run = run_fn,                                                                             \
@@ -82,7 +83,9 @@ ORDER_CANDIDATE(c_fma, "cpu-indexer-fma", ATTEST_KERNEL_INDEXER, init_fma, run_i
                 "cpu-indexer with fused multiply-adds (control)");
 ORDER_CANDIDATE(c_scale_first, "cpu-indexer-scale-first", ATTEST_KERNEL_INDEXER,
                 init_scale_first, run_idx, supports_idx,
-                "cpu-indexer, key scale folded into the key first (control)");
+                "cpu-indexer in the README order, relu(q . (k * scale)) with torch's relu "
+                "(relu_nan=propagates; a control)",
+                .relu_nan = ATTEST_RELU_NAN_PROPAGATES);
 ORDER_CANDIDATE(c_tile16, "cpu-mla-decode-tile16", ATTEST_KERNEL_MLA_DECODE, init_tile16, run_mla,
                 supports_mla, "cpu-mla-decode with 16-index splits (control)");
 ORDER_CANDIDATE(c_tile256, "cpu-mla-decode-tile256", ATTEST_KERNEL_MLA_DECODE, init_tile256,
