@@ -234,6 +234,32 @@ const char *child_probe_end(const child_probe *p, int wstatus, char *buf, size_t
     return buf;
 }
 
+const char *child_probe_file_end(const child_probe *p, int wstatus, char *buf, size_t cap)
+{
+    if (!p->timed_out && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) != SIGALRM) {
+        snprintf(buf, cap, "crashed the HDF5 library (signal %d)", WTERMSIG(wstatus));
+        return buf;
+    }
+    return child_probe_end(p, wstatus, buf, cap);
+}
+
+attest_status child_probe_file_status(const char *path, const child_probe *p, int wstatus,
+                                      int whole_report, int32_t status, char *message,
+                                      size_t message_size)
+{
+    if (whole_report && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+        message[message_size - 1] = '\0';
+        for (char *c = message; *c; c++)
+            if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
+        if (status == ATTEST_OK) return ATTEST_OK;
+        if (status < 0 || status >= ATTEST_STATUS_COUNT_) status = ATTEST_ERR_INTERNAL;
+        return attest_fail((attest_status)status, "%s", message);
+    }
+    char end[96];
+    return attest_fail(ATTEST_ERR_FORMAT, "%s: reading it %s: its HDF5 metadata is corrupt", path,
+                       child_probe_file_end(p, wstatus, end, sizeof end));
+}
+
 const char *child_signal_name(int sig, const char *other)
 {
     switch (sig) {

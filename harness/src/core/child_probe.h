@@ -13,6 +13,7 @@
 #define ATTEST_CHILD_PROBE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "attest/status.h"
@@ -74,6 +75,17 @@ int child_probe_finish(child_probe *p);
 /* How a child that reported nothing ended, for messages: "crashed (signal 11)", "did not finish
  * within 60 s", "exited with status 0 without reporting". */
 const char *child_probe_end(const child_probe *p, int wstatus, char *buf, size_t cap);
+
+/* How a file probe's child that reported nothing ended: "crashed the HDF5 library (signal 11)"
+ * (a signal that is not the deadline's), otherwise as child_probe_end. */
+const char *child_probe_file_end(const child_probe *p, int wstatus, char *buf, size_t cap);
+
+/* The parent's status from a file probe: the child's own status and message (made printable)
+ * when it exited 0 after writing a whole report, otherwise FORMAT with "PATH: reading it <how it
+ * ended>: its HDF5 metadata is corrupt". One rule for every probe of an HDF5 file. */
+attest_status child_probe_file_status(const char *path, const child_probe *p, int wstatus,
+                                      int whole_report, int32_t status, char *message,
+                                      size_t message_size);
 
 /* The name of a signal that ends a child, for messages ("SIGSEGV"); `other` for the rest. */
 const char *child_signal_name(int sig, const char *other);

@@ -46,17 +46,6 @@ static attest_status probe_in_child(const char *path, const char *group)
     return attest_casefile_list_groups(path, load_each, (void *)path);
 }
 
-/* How a child that reported nothing ended, for messages: "crashed the HDF5 library (signal
- * 11)" or "did not finish within 60 s". */
-static const char *child_end(const child_probe *p, int wstatus, char *buf, size_t cap)
-{
-    if (p->timed_out || (WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGALRM))
-        return child_probe_end(p, wstatus, buf, cap);
-    snprintf(buf, cap, "crashed the HDF5 library (signal %d)",
-             WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0);
-    return buf;
-}
-
 /* --- one status for the whole file ----------------------------------------------------------- */
 
 typedef struct probe_target {
@@ -92,7 +81,7 @@ attest_status attest_casefile_probe(const char *path, const char *group)
     char end[96];
     if (WIFSIGNALED(wstatus) || p.timed_out)
         return attest_fail(ATTEST_ERR_FORMAT, "%s: reading it %s: its HDF5 metadata is corrupt",
-                           path, child_end(&p, wstatus, end, sizeof end));
+                           path, child_probe_file_end(&p, wstatus, end, sizeof end));
     return attest_fail(ATTEST_ERR_FORMAT,
                        "%s: reading it stopped a probe process (exit %d): its HDF5 metadata is "
                        "corrupt",
@@ -227,7 +216,7 @@ attest_status attest_casefile_probe_cases(const char *path, attest_casefile_prob
     }
     if (ended) return ATTEST_OK;
     char end[96];
-    (void)child_end(&p, wstatus, end, sizeof end);
+    (void)child_probe_file_end(&p, wstatus, end, sizeof end);
     out->file_status = ATTEST_ERR_FORMAT;
     if (open_case)
         snprintf(out->file_message, sizeof out->file_message,

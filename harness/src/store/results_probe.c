@@ -50,19 +50,6 @@ attest_status attest_results_probe(const char *path, int all_rows)
     probe_report rep;
     size_t got = child_probe_read(&p, &rep, sizeof rep);
     int wstatus = child_probe_finish(&p);
-    if (got == sizeof rep && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
-        rep.message[sizeof rep.message - 1] = '\0';
-        for (char *c = rep.message; *c; c++)
-            if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
-        if (rep.status == ATTEST_OK) return ATTEST_OK;
-        if (rep.status < 0 || rep.status >= ATTEST_STATUS_COUNT_) rep.status = ATTEST_ERR_INTERNAL;
-        return attest_fail((attest_status)rep.status, "%s", rep.message);
-    }
-    char end[96];
-    if (!p.timed_out && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) != SIGALRM)
-        snprintf(end, sizeof end, "crashed the HDF5 library (signal %d)", WTERMSIG(wstatus));
-    else
-        child_probe_end(&p, wstatus, end, sizeof end);
-    return attest_fail(ATTEST_ERR_FORMAT, "%s: reading it %s: its HDF5 metadata is corrupt", path,
-                       end);
+    return child_probe_file_status(path, &p, wstatus, got == sizeof rep, rep.status, rep.message,
+                                   sizeof rep.message);
 }
