@@ -20,7 +20,7 @@ static void *maybe(attest_case *c, const char *name)
 
 attest_status attest_case_args(attest_case *c, attest_kernel_args *args)
 {
-    void *p;
+    void *p = NULL;
     args->kernel = c->kernel;
     args->domain = ATTEST_DOMAIN_HOST;
     if (c->kernel == ATTEST_KERNEL_INDEXER) {

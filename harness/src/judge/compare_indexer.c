@@ -97,7 +97,7 @@ static attest_status context_lens(const attest_case *c, const int32_t **lens)
 
 attest_status attest_indexer_valid_mask(const attest_case *c, uint8_t *mask)
 {
-    const int32_t *lens;
+    const int32_t *lens = NULL;
     ATTEST_FORWARD(context_lens(c, &lens));
     const attest_indexer_params *p = &c->params.indexer;
     ATTEST_RETURN_IF(p->next_n < 0 || p->max_len < 0, ATTEST_ERR_INVALID_ARGUMENT,
@@ -118,7 +118,7 @@ attest_status indexer_topk_gate_reuse(const attest_case *c, const double *ref, c
                                       const float *cand, const attest_tolerance *tol,
                                       indexer_scratch *s, attest_tensor_metrics *m)
 {
-    const int32_t *lens;
+    const int32_t *lens = NULL;
     ATTEST_FORWARD(context_lens(c, &lens));
     const attest_indexer_params *p = &c->params.indexer;
     ATTEST_RETURN_IF(p->next_n < 0 || p->max_len < 0 || p->topk < 0,
