@@ -3,13 +3,18 @@
 # each running up to five chunks of `attest run ... --cases 1250 --seed S --quiet` (distinct
 # seeds) until its cap; prints the cases that finished and their verdicts, summed.
 #   bash bench/gpu_campaigns.sh ATTEST [TMPDIR]
+# Environment: ONLY="name ..." runs only the named campaigns; SEED_OFFSET=N adds N to every base
+# seed (a top-up run draws cases no earlier run drew); CAP_SCALE=F multiplies every time cap.
+# At most 16 x 5 x 1250 = 100,000 cases per campaign.
 set -u
 A=${1:?usage: gpu_campaigns.sh ATTEST [TMPDIR]}
 T=$(mktemp -d "${2:-${TMPDIR:-/tmp}}/gpu_campaigns.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 camp() {  # name base-seed seconds flags...
-    local name=$1 base=$2 secs=$3 t0=$SECONDS
+    local name=$1 base=$(($2 + ${SEED_OFFSET:-0})) secs=$3 t0=$SECONDS
     shift 3
+    if [ -n "${ONLY:-}" ] && ! [[ " $ONLY " == *" $name "* ]]; then return 0; fi
+    secs=$(awk -v s="$secs" -v f="${CAP_SCALE:-1}" 'BEGIN { printf "%d", s * f }')
     for p in $(seq 0 15); do
         (
             end=$((SECONDS + secs))
