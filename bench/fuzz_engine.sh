@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `attest fuzz --engine libfuzzer` (issue 10): time to first finding from an empty corpus for
-# every shipped host mutant, exec/s per target, semantic classes reached in T seconds with and
+# every shipped host mutant (the top-k family's through fuzz_topk), exec/s per target, semantic classes reached in T seconds with and
 # without the structure-aware mutator and counters, and T seconds on every correct host
 # candidate (nothing may be found).
 #
@@ -11,6 +11,7 @@
 # processes (default 1); T: seconds per correct-candidate run (default 60); PARTS: any of
 # "ttff rate classes controls" (default all four). Prints markdown tables. TTFF_ARGS: more
 # options for the ttff searches (TTFF_ARGS=--no-structure: libFuzzer's byte mutations alone).
+# KERNEL=topk (or indexer, mla-decode): the ttff and controls parts for that family alone.
 #
 # classes: each kernel target alone (the fuzz_<target> binaries of ATTEST_FUZZER_DIR, or
 # fuzz/ beside ATTEST), T seconds from an empty corpus, libFuzzer seed 1, with and without the
@@ -30,6 +31,7 @@ trap 'rm -rf "$tmp"' EXIT
 fuzzer_args() { # kernel -> --fuzzer PATH when ATTEST_FUZZER_DIR is set
   if [ -n "${ATTEST_FUZZER_DIR:-}" ]; then
     case $1 in indexer) echo "--fuzzer $ATTEST_FUZZER_DIR/fuzz_indexer" ;;
+               topk) echo "--fuzzer $ATTEST_FUZZER_DIR/fuzz_topk" ;;
                *) echo "--fuzzer $ATTEST_FUZZER_DIR/fuzz_mla_decode" ;; esac
   fi
 }
@@ -54,7 +56,7 @@ if [[ " $parts " == *" ttff "* ]]; then
   echo "| mutant | median s | max s | median execs | max execs | verdict | saved case fails the same way |"
   echo "|---|---|---|---|---|---|---|"
   # mutant-mla-int32-offsets fails only on pools past 2^31 bytes, which no fuzz input names
-  "$attest" list | awk '$1 ~ /^mutant-/ && $3 == "host" && $2 != "topk" && $2 != "pipeline" &&
+  "$attest" list | awk -v k="${KERNEL:-}" '$1 ~ /^mutant-/ && $3 == "host" && $2 != "pipeline" && (k == "" || $2 == k) &&
                         $1 != "mutant-mla-int32-offsets" {print $1, $2}' |
   while read -r m kernel; do
     : > "$tmp/t"; : > "$tmp/n"; verdict=""; same=yes
@@ -125,7 +127,7 @@ fi
 if [[ " $parts " == *" controls "* ]]; then
   echo "| correct candidate | seconds | execs | findings | exit |"
   echo "|---|---|---|---|---|"
-  "$attest" list | awk '$1 ~ /^cpu-/ && $3 == "host" && $2 != "topk" && $1 != "cpu-mla-decode-bf16pv" {print $1, $2}' |
+  "$attest" list | awk -v k="${KERNEL:-}" '$1 ~ /^cpu-/ && $3 == "host" && (k == "" || $2 == k) && $1 != "cpu-mla-decode-bf16pv" {print $1, $2}' |
   while read -r c kernel; do
     out=$(fuzz "$kernel" "$c" --time "$secs" --seed 1)
     s=$(grep -E '^attest fuzz: [0-9]+ execs' <<<"$out" || echo "?")

@@ -2,18 +2,22 @@
 # Time to first finding of `attest fuzz` on every shipped host mutant, and cases/s of the
 # correct candidates.
 #
-#   bash bench/fuzz_ttff.sh [ATTEST] [SEEDS] [JOBS]
+#   bash bench/fuzz_ttff.sh [ATTEST] [SEEDS] [JOBS] [T]
 #
 # ATTEST: the attest binary (default build/attest); SEEDS: searches per mutant, seeds 1..SEEDS
-# (default 5); JOBS: worker processes (default 1). Each search starts from nothing (fresh seeds,
+# (default 5); JOBS: worker processes (default 1); T: seconds per correct candidate (default
+# 10). The top-k family's mutants and correct kernels are searched as the others are
+# (`attest fuzz --kernel topk`). KERNEL=topk (or indexer, mla-decode): that family alone. Each search starts from nothing (fresh seeds,
 # no corpus) and stops at the first failing case; the time is the search's own (generation,
 # judging, isolation), not the minimization that follows. Prints a markdown table: per mutant
-# the median and max seconds and cases to the first finding, then cases/s of cpu-indexer and
-# cpu-mla-decode in a 10 s search that finds nothing.
+# the median and max seconds and cases to the first finding, then cases/s and findings of
+# cpu-indexer, cpu-mla-decode and every correct top-k kernel in a T s search (nothing may be
+# found).
 set -euo pipefail
 attest=${1:-build/attest}
 seeds=${2:-5}
 jobs=${3:-1}
+secs=${4:-10}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -26,7 +30,8 @@ echo "| mutant | median s | max s | median cases | max cases | verdict |"
 echo "|---|---|---|---|---|---|"
 # mutant-mla-int32-offsets fails only on pools past 2^31 bytes, which the generator does not draw
 # (tests/test_sparse_pool.c judges it).
-for m in $("$attest" list | awk '$1 ~ /^mutant-/ && $3 == "host" && $1 != "mutant-mla-int32-offsets" {print $1}'); do
+for m in $("$attest" list | awk -v k="${KERNEL:-}" '$1 ~ /^mutant-/ && $3 == "host" && (k == "" || $2 == k) &&
+                                 $2 != "pipeline" && $1 != "mutant-mla-int32-offsets" {print $1}'); do
   : > "$tmp/t"; : > "$tmp/n"; verdict=""
   for s in $(seq 1 "$seeds"); do
     out=$("$attest" fuzz --engine search --candidate "$m" --time 120 --jobs "$jobs" --seed "$s" --timeout 0.5 \
@@ -43,11 +48,14 @@ for m in $("$attest" list | awk '$1 ~ /^mutant-/ && $3 == "host" && $1 != "mutan
   echo "| $m | $tm | $tx | $nm | $nx | $verdict |"
 done
 echo
-echo "| correct candidate | cases/s ($jobs job(s), 10 s, reruns 1) |"
-echo "|---|---|"
-for c in cpu-indexer cpu-mla-decode; do
-  out=$("$attest" fuzz --engine search --candidate "$c" --time 10 --jobs "$jobs" --seed 1 --findings "$tmp" \
-        --out "$tmp/r.h5" --force --quiet || true)
+echo "| correct candidate | cases/s ($jobs job(s), $secs s, reruns 1) | cases | findings | exit |"
+echo "|---|---|---|---|---|"
+for c in $("$attest" list | awk -v k="${KERNEL:-}" '$3 == "host" && (k == "" || $2 == k) &&
+            ($1 == "cpu-indexer" || $1 == "cpu-mla-decode" || ($1 ~ /^cpu-/ && $2 == "topk")) {print $1}'); do
+  out=$("$attest" fuzz --engine search --candidate "$c" --time "$secs" --jobs "$jobs" --seed 1 --findings "$tmp" \
+        --out "$tmp/r.h5" --force --quiet) && rc=0 || rc=$?
   rate=$(grep -oE '\(([0-9]+) cases/s' <<<"$out" | grep -oE '[0-9]+' | head -1)
-  echo "| $c | $rate |"
+  cases=$(sed -nE 's/^attest fuzz: ([0-9]+) cases in.*/\1/p' <<<"$out")
+  nf=$(sed -nE 's/.*, ([0-9]+) findings?$/\1/p' <<<"$out")
+  echo "| $c | $rate | $cases | $nf | $rc |"
 done

@@ -418,14 +418,14 @@ static int run_cases(pair_run *p, const attest_candidate *cand[2], const attest_
     return failed ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
 }
 
-/* The results file of a pair run: NEW's job recorded as attest run records it, so a NEW row
- * replays from its seed; pair rows name both kernels. */
-static attest_status open_results(pair_run *p, const char *path, const char *command_line,
-                                  const attest_candidate *cand[2], const attest_gen_options *gen,
-                                  uint64_t seed, uint64_t planned)
+attest_status attest_baseline_results_open(const char *path, const char *command_line,
+                                           const attest_policy *policy,
+                                           const attest_candidate *const cand[2],
+                                           const attest_gen_options *gen, uint64_t seed,
+                                           uint64_t planned, attest_results_writer **out)
 {
     attest_results_provenance prov;
-    attest_campaign_provenance(&prov, p->policy, command_line);
+    attest_campaign_provenance(&prov, policy, command_line);
     snprintf(prov.kernel, sizeof prov.kernel, "%s", attest_kernel_name(cand[0]->kernel));
     snprintf(prov.candidate, sizeof prov.candidate, "%s,%s vs %s", cand[0]->name, cand[0]->name,
              cand[1]->name);
@@ -436,7 +436,24 @@ static attest_status open_results(pair_run *p, const char *path, const char *com
              attest_kernel_name(cand[0]->kernel), flags[0] ? " " : "", flags, cand[0]->name);
     prov.seed = seed;
     prov.cases_planned = 2 * planned;
-    return attest_results_create(path, &prov, NULL, &p->results);
+    return attest_results_create(path, &prov, NULL, out);
+}
+
+int attest_baseline_check_pair(const char *verb, const attest_candidate *const cand[2])
+{
+    if (cand[0]->kernel != cand[1]->kernel)
+        return attest_cli_usage_error(verb, "baseline '%s' is a %s kernel, candidate '%s' a %s one",
+                                      cand[1]->name, attest_kernel_name(cand[1]->kernel),
+                                      cand[0]->name, attest_kernel_name(cand[0]->kernel));
+    if (memcmp(&cand[0]->conventions, &cand[1]->conventions, sizeof cand[0]->conventions) != 0) {
+        char a[160], b[160];
+        attest_conventions_format(&cand[0]->conventions, cand[0]->kernel, a, sizeof a);
+        attest_conventions_format(&cand[1]->conventions, cand[1]->kernel, b, sizeof b);
+        return attest_cli_usage_error(verb, "'%s' (%s) and '%s' (%s) declare different "
+                                      "conventions: their outputs are not the same function",
+                                      cand[0]->name, a, cand[1]->name, b);
+    }
+    return -1;
 }
 
 int attest_cmd_run_baseline(int argc, char **argv)
@@ -505,10 +522,8 @@ int attest_cmd_run_baseline(int argc, char **argv)
     for (int j = 0; j < 2; j++)
         if (attest_candidate_resolve(spec[j], &cand[j]) != ATTEST_OK)
             return attest_cli_usage_error("run", "%s", attest_last_error());
-    if (cand[0]->kernel != cand[1]->kernel)
-        return attest_cli_usage_error("run", "baseline '%s' is a %s kernel, candidate '%s' a %s one",
-                                      cand[1]->name, attest_kernel_name(cand[1]->kernel),
-                                      cand[0]->name, attest_kernel_name(cand[0]->kernel));
+    const int prc = attest_baseline_check_pair("run", cand);
+    if (prc >= 0) return prc;
     if (kernel) {
         attest_kernel k;
         if (attest_kernel_from_name(kernel, &k) != ATTEST_OK)
@@ -517,14 +532,6 @@ int attest_cmd_run_baseline(int argc, char **argv)
             return attest_cli_usage_error("run", "candidate '%s' is a %s kernel, not %s",
                                           cand[0]->name, attest_kernel_name(cand[0]->kernel),
                                           kernel);
-    }
-    if (memcmp(&cand[0]->conventions, &cand[1]->conventions, sizeof cand[0]->conventions) != 0) {
-        char a[160], b[160];
-        attest_conventions_format(&cand[0]->conventions, cand[0]->kernel, a, sizeof a);
-        attest_conventions_format(&cand[1]->conventions, cand[1]->kernel, b, sizeof b);
-        return attest_cli_usage_error("run", "'%s' (%s) and '%s' (%s) declare different "
-                                      "conventions: their outputs are not the same function",
-                                      cand[0]->name, a, cand[1]->name, b);
     }
     attest_gen_options gen = attest_gen_defaults(cand[0]->kernel);
     const int grc = attest_cli_gen_apply("run", &gb, &gen);
@@ -545,7 +552,8 @@ int attest_cmd_run_baseline(int argc, char **argv)
             return attest_cli_usage_error("run", "%s", attest_last_error());
         }
     const uint64_t total = use_case_seed ? 1 : cases;
-    if (out && open_results(&p, out, command_line, cand, &gen, seed, total) != ATTEST_OK) {
+    if (out && attest_baseline_results_open(out, command_line, p.policy, cand, &gen, seed, total,
+                                            &p.results) != ATTEST_OK) {
         pair_free(&p);
         return attest_cli_usage_error("run", "%s", attest_last_error());
     }

@@ -9,8 +9,10 @@
 #include "attest/candidate.h"
 #include "attest/case.h"
 #include "attest/compare.h"
+#include "attest/generator.h"
 #include "attest/policy.h"
 #include "attest/record.h"
+#include "attest/results.h"
 #include "attest/runner.h"
 #include "attest/status.h"
 
@@ -65,6 +67,19 @@ void attest_baseline_print(const attest_baseline_result *br, int bitwise, const 
 int attest_baseline_replay(const char *file, uint64_t case_id, const attest_case *c,
                            const attest_case_record *stored, const char *pair,
                            const attest_runner_options *ro);
+
+/* Creates the results file of a pair run: NEW's job recorded as attest run records it (so a NEW
+ * row replays from its seed), candidate "NEW,NEW vs OLD" (pair rows name both kernels). */
+attest_status attest_baseline_results_open(const char *path, const char *command_line,
+                                           const attest_policy *policy,
+                                           const attest_candidate *const cand[2],
+                                           const attest_gen_options *gen, uint64_t seed,
+                                           uint64_t planned, attest_results_writer **out)
+    ATTEST_MUST_CHECK;
+
+/* -1 when NEW (cand[0]) and OLD (cand[1]) are one family with the same conventions, else prints
+ * one line for `verb` and returns ATTEST_EXIT_USAGE. */
+int attest_baseline_check_pair(const char *verb, const attest_candidate *const cand[2]);
 
 /* 1 when attest run's argv has --baseline. */
 int attest_run_wants_baseline(int argc, char **argv);

@@ -40,6 +40,10 @@
 #include "fuzz_finding.h"
 #include "fuzz_inputs.h"
 #include "fuzz_libfuzzer.h"
+#include "attest/topk_candidates.h"
+#include "topk_fuzz.h"
+#include "baseline.h"
+#include "fuzz_baseline.h"
 
 #define VERB "fuzz"
 #define DEFAULT_OUT "attest-fuzz.h5"
@@ -65,7 +69,9 @@ static void usage(FILE *f)
           "Exit status: 0 nothing found, 1 a finding (saved), 2 usage or input error.\n"
           "\n"
           "  --candidate SPEC   built-in name (attest list) or path/lib.so:NAME\n"
-          "  --kernel K         must match the candidate's kernel (default: its own)\n"
+          "  --kernel K         must match the candidate's kernel (default: its own); topk\n"
+          "                     (or a built-in top-k candidate) fuzzes a top-k kernel: its\n"
+          "                     findings are top-k case files (docs/topk.md)\n"
           "  --engine E         libfuzzer: N processes of the kernel's libFuzzer target on one\n"
           "                     corpus, structure-aware mutation and semantic coverage;\n"
           "                     search: freshly generated cases (any build, any kernel).\n"
@@ -88,15 +94,20 @@ static void usage(FILE *f)
           "  --timeout SEC      per-run time limit (default 10)\n"
           "  --max-tries N      judgements the minimizer may spend (default 4000)\n"
           "  --policy FILE      tolerance policy (default: embedded)\n"
+          "  --baseline OLD     old vs new: a finding is a case where --candidate (NEW) and OLD\n"
+          "                     disagree, as attest run --baseline judges a pair; saved for\n"
+          "                     attest check FILE --candidate NEW --baseline OLD (search engine)\n"
+          "  --same MODE        with --baseline: bounds (default) or bitwise\n"
           "  --quiet            no progress line\n"
-          "generator bounds (search):\n" ATTEST_CLI_GEN_USAGE,
+          "generator bounds (search):\n" ATTEST_CLI_GEN_USAGE
+          "  (topk: --max-batch, --max-next-n, --max-len (row width), --max-topk)\n",
           f);
 }
 
 enum {
     OPT_TIME = 256, OPT_JOBS, OPT_SEED, OPT_FINDINGS, OPT_RERUNS, OPT_TIMEOUT, OPT_MAX_TRIES,
     OPT_POLICY, OPT_QUIET, OPT_FORCE, OPT_ENGINE, OPT_FUZZER, OPT_CORPUS, OPT_DICT,
-    OPT_NO_STRUCTURE
+    OPT_NO_STRUCTURE, OPT_BASELINE, OPT_SAME
 };
 
 static const struct option long_options[] = {
@@ -119,12 +130,16 @@ static const struct option long_options[] = {
     {"corpus", required_argument, NULL, OPT_CORPUS},
     {"dict", required_argument, NULL, OPT_DICT},
     {"no-structure", no_argument, NULL, OPT_NO_STRUCTURE},
+    {"baseline", required_argument, NULL, OPT_BASELINE},
+    {"same", required_argument, NULL, OPT_SAME},
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
 typedef struct fuzz_args {
     const char *candidate, *kernel, *out, *findings, *policy, *engine, *fuzzer, *corpus, *dict;
+    const char *baseline;
+    int bitwise, same_given;
     double time, timeout;
     int32_t jobs, reruns, max_tries;
     uint64_t seed;
@@ -168,6 +183,13 @@ static int parse(int argc, char **argv, fuzz_args *a)
         case OPT_CORPUS: a->corpus = optarg; break;
         case OPT_DICT: a->dict = optarg; break;
         case OPT_NO_STRUCTURE: a->no_structure = 1; break;
+        case OPT_BASELINE: a->baseline = optarg; break;
+        case OPT_SAME:
+            if (strcmp(optarg, "bitwise") == 0) a->bitwise = 1;
+            else if (strcmp(optarg, "bounds") == 0) a->bitwise = 0;
+            else BAD("same");
+            a->same_given = 1;
+            break;
         case OPT_ENGINE:
             if (strcmp(optarg, "libfuzzer") != 0 && strcmp(optarg, "search") != 0) BAD("engine");
             a->engine = optarg;
@@ -199,6 +221,8 @@ static int parse(int argc, char **argv, fuzz_args *a)
         return attest_cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
     if (a->candidate == NULL)
         return attest_cli_usage_error(VERB, "--candidate is required (attest list shows them)");
+    if (a->same_given && a->baseline == NULL)
+        return attest_cli_usage_error(VERB, "--same needs --baseline");
     return -1;
 }
 
@@ -234,23 +258,6 @@ static int gen_bounds_given(const attest_cli_gen_bounds *g)
     for (size_t i = 0; i < sizeof g->bounds / sizeof g->bounds[0]; i++)
         if (g->bounds[i]) return 1;
     return g->layout || g->production || g->no_edge;
-}
-
-/* Removes a scratch folder this command made (files one level down and one more). */
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL) return;
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char path[4400];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(path);
-        else unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
 }
 
 /* Decodes, judges, minimizes and saves the input a libFuzzer job stopped on. */
@@ -319,25 +326,10 @@ static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char 
     if (a->policy && attest_policy_load(a->policy, &policy) != ATTEST_OK)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
 
-    const char *tmp = getenv("TMPDIR");
-    char work[4096];
-    snprintf(work, sizeof work, "%s/attest-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(work) == NULL) {
+    char work[4096], corpus[4200];
+    if (attest_lf_scratch(a->corpus, work, sizeof work, corpus, sizeof corpus) != ATTEST_OK) {
         attest_policy_free(policy);
-        return attest_cli_usage_error(VERB, "scratch folder %s: %s", work, strerror(errno));
-    }
-    char corpus[4200];
-    if (a->corpus) {
-        struct stat sb;
-        if (stat(a->corpus, &sb) != 0 && mkdir(a->corpus, 0777) != 0) {
-            remove_tree(work);
-            attest_policy_free(policy);
-            return attest_cli_usage_error(VERB, "--corpus %s: %s", a->corpus, strerror(errno));
-        }
-        snprintf(corpus, sizeof corpus, "%s", a->corpus);
-    } else {
-        snprintf(corpus, sizeof corpus, "%s/corpus", work);
-        mkdir(corpus, 0700);
+        return attest_cli_usage_error(VERB, "%s", attest_last_error());
     }
     attest_lf_options lo;
     memset(&lo, 0, sizeof lo);
@@ -396,9 +388,136 @@ static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char 
     } else if (t.interrupted) {
         exit_code = 130;
     }
-    if (exit_code != ATTEST_EXIT_USAGE) remove_tree(work);
+    if (exit_code != ATTEST_EXIT_USAGE) attest_lf_remove_tree(work);
     attest_policy_free(policy);
     return exit_code;
+}
+
+/* --findings must be a writable folder; a seed is drawn from the clock when none was given. */
+static int check_findings_and_seed(fuzz_args *a)
+{
+    struct stat sb;
+    if (stat(a->findings, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return attest_cli_usage_error(VERB, "--findings %s: not a directory", a->findings);
+    if (access(a->findings, W_OK) != 0)
+        return attest_cli_usage_error(VERB, "--findings %s: not writable: %s", a->findings,
+                                      strerror(errno));
+    if (!a->have_seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t s = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^
+                     ((uint64_t)getpid() << 32);
+        a->seed = attest_case_seed(s, 0) & 0xFFFFFFFFFFFFull; /* short enough to retype */
+    }
+
+    return -1;
+}
+
+/* --kernel topk, or a built-in top-k candidate: the top-k family's own search (topk_fuzz.h). */
+static int wants_topk(const fuzz_args *a)
+{
+    if (a->kernel) return strcmp(a->kernel, "topk") == 0;
+    return attest_topk_builtin_find(a->candidate) != NULL;
+}
+
+static int fuzz_topk(const fuzz_args *a, const char *command_line)
+{
+    attest_topk_fuzz_options o;
+    memset(&o, 0, sizeof o);
+    o.candidate = a->candidate;
+    o.engine = a->engine;
+    o.fuzzer = a->fuzzer;
+    o.corpus = a->corpus;
+    o.dict = a->dict;
+    o.out = a->out;
+    o.findings = a->findings;
+    o.command_line = command_line;
+    o.time = a->time;
+    o.timeout = a->timeout;
+    o.jobs = a->jobs;
+    o.reruns = a->reruns;
+    o.max_tries = a->max_tries;
+    o.seed = a->seed;
+    o.quiet = a->quiet;
+    o.no_structure = a->no_structure;
+    if (a->policy)
+        return attest_cli_usage_error(VERB, "--policy: the top-k judge has no tolerance (exact "
+                                      "ties, docs/topk.md)");
+    /* The generator bounds of the top-k family, in the order of attest_cli_gen_bounds. */
+    const attest_cli_gen_bounds *g = &a->gen;
+    if (g->bounds[1] || g->bounds[5] || g->bounds[6] || g->layout || g->production || g->no_edge)
+        return attest_cli_usage_error(VERB, "--kernel topk takes --max-batch, --max-next-n, "
+                                      "--max-len (the row width) and --max-topk as its bounds");
+    o.gen = attest_topk_gen_defaults();
+    if (g->bounds[0]) o.gen.max_batch = g->bounds[0];
+    if (g->bounds[2]) o.gen.max_width = g->bounds[2];
+    if (g->bounds[3]) o.gen.max_k = g->bounds[3];
+    if (g->bounds[4]) o.gen.max_next_n = g->bounds[4];
+    o.gen_given = g->bounds[0] || g->bounds[2] || g->bounds[3] || g->bounds[4];
+    if (o.gen.max_batch > 1024 || o.gen.max_next_n > 16 || o.gen.max_width > ATTEST_TOPK_MAX_WIDTH ||
+        o.gen.max_k > ATTEST_TOPK_MAX_K)
+        return attest_cli_usage_error(VERB, "top-k bounds: --max-batch <= 1024, --max-next-n <= "
+                                      "16, --max-len <= %d, --max-topk <= %d",
+                                      ATTEST_TOPK_MAX_WIDTH, ATTEST_TOPK_MAX_K);
+    if (strcmp(o.engine, "search") == 0 && (a->corpus || a->dict || a->fuzzer || a->no_structure))
+        return attest_cli_usage_error(VERB, "--corpus, --dict, --fuzzer and --no-structure are "
+                                      "options of --engine libfuzzer");
+    return attest_topk_fuzz(&o);
+}
+
+/* --baseline OLD: the pair search (fuzz_baseline.h). */
+static int fuzz_baseline(fuzz_args *a, const char *command_line)
+{
+    if (wants_topk(a))
+        return attest_cli_usage_error(VERB, "--baseline: top-k kernels have no pair judge yet "
+                                      "(indexer and mla-decode kernels do)");
+    if (a->engine_given && strcmp(a->engine, "libfuzzer") == 0)
+        return attest_cli_usage_error(VERB, "--baseline runs the search engine (the libFuzzer "
+                                      "targets judge one kernel)");
+    if (a->corpus || a->dict || a->fuzzer || a->no_structure)
+        return attest_cli_usage_error(VERB, "--corpus, --dict, --fuzzer and --no-structure are "
+                                      "options of --engine libfuzzer");
+    attest_fuzz_pair_options o;
+    memset(&o, 0, sizeof o);
+    o.spec[0] = a->candidate;
+    o.spec[1] = a->baseline;
+    for (int j = 0; j < 2; j++)
+        if (attest_candidate_resolve(o.spec[j], &o.cand[j]) != ATTEST_OK)
+            return attest_cli_usage_error(VERB, "%s%s", j ? "--baseline: " : "", attest_last_error());
+    int rc = attest_baseline_check_pair(VERB, o.cand);
+    if (rc >= 0) return rc;
+    if (a->kernel) {
+        attest_kernel k;
+        if (attest_kernel_from_name(a->kernel, &k) != ATTEST_OK)
+            return attest_cli_usage_error(VERB, "%s", attest_last_error());
+        if (k != o.cand[0]->kernel)
+            return attest_cli_usage_error(VERB, "candidate '%s' is a %s kernel, not %s",
+                                          o.cand[0]->name, attest_kernel_name(o.cand[0]->kernel),
+                                          a->kernel);
+    }
+    if ((rc = check_findings_and_seed(a)) >= 0) return rc;
+    o.gen = attest_gen_defaults(o.cand[0]->kernel);
+    if ((rc = attest_cli_gen_apply(VERB, &a->gen, &o.gen)) >= 0) return rc;
+    attest_policy *policy = NULL;
+    if ((a->policy ? attest_policy_load(a->policy, &policy) : attest_policy_default(&policy)) !=
+        ATTEST_OK)
+        return attest_cli_usage_error(VERB, "%s", attest_last_error());
+    o.policy = policy;
+    o.policy_path = a->policy;
+    o.out = a->out;
+    o.findings = a->findings;
+    o.command_line = command_line;
+    o.time = a->time;
+    o.timeout = a->timeout;
+    o.jobs = a->jobs;
+    o.reruns = a->reruns;
+    o.max_tries = a->max_tries;
+    o.seed = a->seed;
+    o.bitwise = a->bitwise;
+    o.quiet = a->quiet;
+    rc = attest_fuzz_pair(&o);
+    attest_policy_free(policy);
+    return rc;
 }
 
 int attest_cmd_fuzz(int argc, char **argv)
@@ -408,10 +527,15 @@ int attest_cmd_fuzz(int argc, char **argv)
     fuzz_args a;
     int rc = parse(argc, argv, &a);
     if (rc >= 0) return rc;
-    const char *inputs[] = {a.policy, a.candidate};
-    if ((rc = attest_cli_check_output(VERB, a.out, ATTEST_OUTPUT_RESULTS, a.force, inputs, 2)) >=
-        0)
+    const char *inputs[] = {a.policy, a.candidate, a.baseline};
+    if ((rc = attest_cli_check_output(VERB, a.out, ATTEST_OUTPUT_RESULTS, a.force, inputs,
+                                      a.baseline ? 3 : 2)) >= 0)
         return rc;
+    if (a.baseline) return fuzz_baseline(&a, command_line);
+    if (wants_topk(&a)) {
+        if ((rc = check_findings_and_seed(&a)) >= 0) return rc;
+        return fuzz_topk(&a, command_line);
+    }
     const attest_candidate *cand = NULL;
     if (attest_candidate_resolve(a.candidate, &cand) != ATTEST_OK)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
@@ -423,19 +547,7 @@ int attest_cmd_fuzz(int argc, char **argv)
             return attest_cli_usage_error(VERB, "candidate '%s' is a %s kernel, not %s",
                                           cand->name, attest_kernel_name(cand->kernel), a.kernel);
     }
-    struct stat sb;
-    if (stat(a.findings, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return attest_cli_usage_error(VERB, "--findings %s: not a directory", a.findings);
-    if (access(a.findings, W_OK) != 0)
-        return attest_cli_usage_error(VERB, "--findings %s: not writable: %s", a.findings,
-                                      strerror(errno));
-    if (!a.have_seed) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t s = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^
-                     ((uint64_t)getpid() << 32);
-        a.seed = attest_case_seed(s, 0) & 0xFFFFFFFFFFFFull; /* short enough to retype */
-    }
+    if ((rc = check_findings_and_seed(&a)) >= 0) return rc;
 
     const char *target = fuzz_target_of(cand->kernel);
     if (strcmp(a.engine, "libfuzzer") == 0 && target == NULL) {

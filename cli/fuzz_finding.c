@@ -41,9 +41,7 @@ static void describe_size(const attest_case *c, char *buf, size_t cap)
              mla ? "h" : "heads", z.heads, mla ? "index entries" : "positions", z.entries);
 }
 
-/* Saves c with its float64 reference outputs as the expected outputs (as golden fixtures hold
- * them). */
-static attest_status save_finding(const char *path, const attest_case *c, const char *note,
+attest_status attest_fuzz_save_case(const char *path, const attest_case *c, const char *note,
                                   const char *replay)
 {
     attest_casefile_output outs[ATTEST_RECORD_MAX_OUTPUTS];
@@ -118,7 +116,7 @@ attest_status attest_fuzz_finding(const attest_finding_options *fo, const attest
                  attest_verdict_name(rec.verdict), gates[0] ? " (" : "", gates, gates[0] ? ")" : "",
                  cand->name, o->how, before, after, ms.tries);
         snprintf(replay, sizeof replay, "attest check %s --candidate %s", path, fo->candidate);
-        st = save_finding(path, &small, note, replay);
+        st = attest_fuzz_save_case(path, &small, note, replay);
     }
     /* What attest check will see: the file, loaded back, judged once more. */
     attest_case loaded;

@@ -29,6 +29,11 @@ typedef struct attest_finding_options {
     uint32_t max_tries;    /* judgements the minimizer may spend */
 } attest_finding_options;
 
+/* Saves c as a case file at path with its float64 reference outputs as the expected outputs (as
+ * golden fixtures hold them), a note and the command that replays it. */
+attest_status attest_fuzz_save_case(const char *path, const attest_case *c, const char *note,
+                                    const char *replay) ATTEST_MUST_CHECK;
+
 /* Judges, minimizes and saves the failing case *c (left to the caller to free). Returns
  * ATTEST_OK when the finding was saved (or did not fail again: then it says so). */
 attest_status attest_fuzz_finding(const attest_finding_options *fo, const attest_candidate *cand,

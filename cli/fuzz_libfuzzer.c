@@ -73,6 +73,11 @@ attest_status attest_lf_default_target(attest_kernel kernel, char *buf, size_t c
     const char *target = fuzz_target_of(kernel);
     ATTEST_RETURN_IF(target == NULL, ATTEST_ERR_NOT_FOUND, "%s has no libFuzzer target",
                      attest_kernel_name(kernel));
+    return attest_lf_named_target(target, buf, cap);
+}
+
+attest_status attest_lf_named_target(const char *target, char *buf, size_t cap)
+{
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     ATTEST_RETURN_IF(n <= 0, ATTEST_ERR_NOT_FOUND, "cannot find this executable's folder");
@@ -415,4 +420,43 @@ attest_status attest_lf_merge(const attest_lf_options *opt, const char *out, con
         if (st == ATTEST_OK) st = cst;
     }
     return st;
+}
+
+/* Removes a scratch folder this command made (files one level down and one more). */
+void attest_lf_remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) attest_lf_remove_tree(path);
+        else unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+attest_status attest_lf_scratch(const char *corpus_arg, char *work, size_t wcap, char *corpus,
+                                size_t ccap)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(work, wcap, "%s/attest-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    ATTEST_RETURN_IF(mkdtemp(work) == NULL, ATTEST_ERR_IO, "scratch folder %s: %s", work,
+                     strerror(errno));
+    if (corpus_arg) {
+        struct stat sb;
+        if (stat(corpus_arg, &sb) != 0 && mkdir(corpus_arg, 0777) != 0) {
+            const int e = errno;
+            attest_lf_remove_tree(work);
+            return attest_fail(ATTEST_ERR_IO, "--corpus %s: %s", corpus_arg, strerror(e));
+        }
+        snprintf(corpus, ccap, "%s", corpus_arg);
+    } else {
+        snprintf(corpus, ccap, "%s/corpus", work);
+        mkdir(corpus, 0700);
+    }
+    return ATTEST_OK;
 }

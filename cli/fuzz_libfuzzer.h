@@ -64,6 +64,17 @@ attest_status attest_lf_merge(const attest_lf_options *opt, const char *out,
  * buf; ATTEST_ERR_NOT_FOUND when there is none. */
 attest_status attest_lf_default_target(attest_kernel kernel, char *buf, size_t cap) ATTEST_MUST_CHECK;
 
+/* The same for a target named directly ("topk": DIR/fuzz/fuzz_topk). */
+attest_status attest_lf_named_target(const char *target, char *buf, size_t cap) ATTEST_MUST_CHECK;
+
+/* Makes a scratch folder $TMPDIR/attest-fuzz-XXXXXX (or /tmp) into work, and the corpus: the
+ * folder corpus_arg (made when missing) or, when NULL, work/corpus. */
+attest_status attest_lf_scratch(const char *corpus_arg, char *work, size_t wcap, char *corpus,
+                                size_t ccap) ATTEST_MUST_CHECK;
+
+/* Removes a scratch folder this command made (files one level down and one more). */
+void attest_lf_remove_tree(const char *dir);
+
 /* Reads a file whole into a heap buffer (free it). */
 attest_status attest_lf_read_file(const char *path, uint8_t **data, size_t *size) ATTEST_MUST_CHECK;
 

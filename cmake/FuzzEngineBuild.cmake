@@ -6,7 +6,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} -S ${SRC} -B ${BIN} -DCMAKE_C_COMPILER=
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "configuring ${BIN} failed")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${BIN} -j2 --target fuzz_indexer fuzz_mla_decode
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BIN} -j2 --target fuzz_indexer fuzz_mla_decode fuzz_topk
   RESULT_VARIABLE rc OUTPUT_QUIET)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "building the fuzz targets in ${BIN} failed")

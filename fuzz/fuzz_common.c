@@ -46,6 +46,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
+const char *fuzz_started_as(void) { return fuzz_command_line; }
+
 static void fuzz_results_close_as(attest_results_end end)
 {
     if (fuzz_results && attest_results_close(fuzz_results, end) != ATTEST_OK)
@@ -194,6 +196,32 @@ static void classes_write(void)
     fclose(f);
 }
 
+fuzz_stats *fuzz_stats_slot(void)
+{
+    static int mapped;
+    static fuzz_stats *slot;
+    if (mapped) return slot;
+    mapped = 1;
+    const char *stats = getenv(FUZZ_ENV_STATS);
+    const char *colon = stats ? strrchr(stats, ':') : NULL;
+    if (colon) {
+        char path[1024];
+        snprintf(path, sizeof path, "%.*s", (int)(colon - stats), stats);
+        const long n = strtol(colon + 1, NULL, 10);
+        int fd = open(path, O_RDWR);
+        const size_t len = (size_t)(n + 1) * sizeof(fuzz_stats);
+        void *m = fd >= 0 && n >= 0 ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                                       : MAP_FAILED;
+        if (fd >= 0) close(fd);
+        if (m == MAP_FAILED) {
+            fprintf(stderr, "fuzz: %s=%s: cannot map the stats slot\n", FUZZ_ENV_STATS, stats);
+            abort();
+        }
+        slot = (fuzz_stats *)m + n;
+    }
+    return slot;
+}
+
 static void kernel_target_init(attest_kernel kernel)
 {
     if (kt.init) return;
@@ -201,23 +229,7 @@ static void kernel_target_init(attest_kernel kernel)
     kt.kernel = kernel;
     const char *structure = getenv(FUZZ_ENV_STRUCTURE);
     kt.structure = !(structure && strcmp(structure, "0") == 0);
-    const char *stats = getenv(FUZZ_ENV_STATS);
-    const char *colon = stats ? strrchr(stats, ':') : NULL;
-    if (colon) {
-        char path[1024];
-        snprintf(path, sizeof path, "%.*s", (int)(colon - stats), stats);
-        const long slot = strtol(colon + 1, NULL, 10);
-        int fd = open(path, O_RDWR);
-        const size_t len = (size_t)(slot + 1) * sizeof(fuzz_stats);
-        void *m = fd >= 0 && slot >= 0 ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-                                       : MAP_FAILED;
-        if (fd >= 0) close(fd);
-        if (m == MAP_FAILED) {
-            fprintf(stderr, "fuzz: %s=%s: cannot map the stats slot\n", FUZZ_ENV_STATS, stats);
-            abort();
-        }
-        kt.stats = (fuzz_stats *)m + slot;
-    }
+    kt.stats = fuzz_stats_slot();
     if (getenv(FUZZ_ENV_CLASSES)) atexit(classes_write);
 }
 

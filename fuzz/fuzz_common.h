@@ -39,6 +39,13 @@ int fuzz_kernel_input(attest_kernel kernel, const char *target, const char *fall
 size_t fuzz_kernel_mutate(attest_kernel kernel, uint8_t *data, size_t size, size_t max_size,
                           unsigned int seed);
 
+/* How this target was started (LLVMFuzzerInitialize's argv, joined), for provenance. */
+const char *fuzz_started_as(void);
+
+/* This process's slot of the $ATTEST_FUZZ_STATS file (mapped on the first call), or NULL when
+ * the variable is unset. Aborts when it names a slot that cannot be mapped. */
+fuzz_stats *fuzz_stats_slot(void);
+
 /* The libFuzzer entry points. fuzz_common.c defines LLVMFuzzerInitialize (it records the
  * command line for the results file's provenance); each target defines LLVMFuzzerTestOneInput. */
 int LLVMFuzzerInitialize(int *argc, char ***argv);

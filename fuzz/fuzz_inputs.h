@@ -24,6 +24,7 @@
 
 #include "attest/case.h"
 #include "attest/status.h"
+#include "attest/topk.h"
 
 /* --- reading an input from both ends --------------------------------------------------- */
 
@@ -56,6 +57,16 @@ const char *fuzz_target_of(attest_kernel kernel);
  * (the indexer target skips those; *out is then freed). */
 attest_status fuzz_decode(attest_kernel kernel, const uint8_t *data, size_t size, attest_case *out,
                           int *valid) ATTEST_MUST_CHECK;
+
+/* The top-k target's input (fuzz/fuzz_topk.c; the top-k family has no attest_kernel): the last 8
+ * bytes are the generator seed (little-endian from the end), the byte before them the shape
+ * knobs (bit 0: the default bounds, else small ones); the head is a list of 7-byte operations on
+ * the generated case (a logit set to any float32, one logit copied over another, a run filled
+ * with one value class, a request's length, two block-table entries swapped). *valid is 0 for an
+ * input shorter than the tail (then *out owns nothing); else free *out with
+ * attest_topk_case_free. */
+attest_status fuzz_topk_decode(const uint8_t *data, size_t size, attest_topk_case *out,
+                               int *valid) ATTEST_MUST_CHECK;
 
 /* --- semantic features ------------------------------------------------------------------- */
 

@@ -35,3 +35,7 @@ set_tests_properties(cli_baseline_bad_same PROPERTIES LABELS "cli" TIMEOUT 60)
 add_test(NAME cli_baseline_files COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_baseline_files.sh $<TARGET_FILE:attest>)
 set_tests_properties(cli_baseline_files PROPERTIES LABELS cli TIMEOUT 300
   ENVIRONMENT "${_bl_env}" PASS_REGULAR_EXPRESSION "^PASS")
+
+# attest fuzz --baseline (cli/fuzz_baseline.c): a case on which NEW and OLD disagree is found,
+# minimized and saved for attest check --baseline; pairs computing one function give nothing.
+attest_add_python_test(test_fuzz_baseline py/test_fuzz_baseline.py LABELS "cli" TIMEOUT 600)

@@ -5,7 +5,7 @@ list(APPEND ATTEST_CUSTOM_TESTS test_fuzz_inputs)
 # `attest fuzz --engine libfuzzer` on every shipped host mutant and on the correct candidates
 # (tests/py/test_fuzz_engine.py). A fuzz build (clang) tests its own targets. A gcc build tests
 # itself driving a clang build's targets when clang can link libFuzzer: the fixture
-# fuzz_engine_build configures and builds fuzz_indexer and fuzz_mla_decode into
+# fuzz_engine_build configures and builds fuzz_indexer, fuzz_mla_decode and fuzz_topk into
 # fuzz-engine/ (no sanitizer, no CUDA: a few minutes on 2 cores, so both are labelled slow).
 if(ATTEST_HAVE_FUZZ)
   attest_add_python_test(test_fuzz_engine py/test_fuzz_engine.py LABELS "cli;slow" TIMEOUT 1500)

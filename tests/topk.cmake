@@ -74,3 +74,9 @@ add_test(NAME fuzz_topk_finds_mutant
   $<TARGET_FILE:fuzz_topk_replay> $<TARGET_FILE:attest> ${CMAKE_SOURCE_DIR}/fuzz/corpus/topk)
 set_tests_properties(fuzz_topk_finds_mutant PROPERTIES LABELS "fuzz-replay" TIMEOUT 120
   ENVIRONMENT "CUDA_VISIBLE_DEVICES=" PASS_REGULAR_EXPRESSION "FOUND")
+
+# `attest fuzz --kernel topk`, the generated-case search: every top-k mutant (and a plugin's)
+# found, minimized and saved as a case file attest check fails the same way; nothing found on
+# the correct candidates (tests/py/test_fuzz_topk.py).
+attest_add_python_test(test_fuzz_topk py/test_fuzz_topk.py LABELS "cli" TIMEOUT 600
+  ARGS $<TARGET_FILE:attest_topk_test_plugin>)

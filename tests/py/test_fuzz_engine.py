@@ -17,8 +17,10 @@ import tempfile
 
 from attest_testlib import CLI, check, one_line_error, run, summary
 
-CORRECT = {"indexer": "cpu-indexer", "mla-decode": "cpu-mla-decode"}
-TARGET = {"indexer": "fuzz_indexer", "mla-decode": "fuzz_mla_decode"}
+CORRECT = {"indexer": "cpu-indexer", "mla-decode": "cpu-mla-decode", "topk": "cpu-topk"}
+TARGET = {"indexer": "fuzz_indexer", "mla-decode": "fuzz_mla_decode", "topk": "fuzz_topk"}
+# The other correct top-k kernels (each legal in another way): nothing found either.
+TOPK_CORRECT = ["cpu-topk-ties-high", "cpu-topk-unsorted", "cpu-topk-short-identity"]
 # Fails only on pools past 2^31 bytes (test_sparse_pool), which no fuzz input names.
 NOT_GENERATED = {"mutant-mla-int32-offsets"}
 
@@ -32,7 +34,7 @@ def mutants():
     rc, out, _ = run("list")
     found = []
     for line in out.splitlines():
-        m = re.match(r"\s+(mutant-\S+)\s+(indexer|mla-decode)\s+host\s", line)
+        m = re.match(r"\s+(mutant-\S+)\s+(indexer|mla-decode|topk)\s+host\s", line)
         if m and m.group(1) not in NOT_GENERATED:
             found.append((m.group(1), m.group(2)))
     return found
@@ -57,6 +59,9 @@ def main():
         check(rc == 1, f"{name}: fuzz exit {rc}, expected 1 (a finding)\n{out}{err}")
         check("libFuzzer" in out, f"{name}: not the libFuzzer engine\n{out}")
         files = glob.glob(os.path.join(d, "finding-*.h5"))
+        if kernel == "topk":
+            check(all(os.path.basename(f).startswith("finding-topk-") for f in files),
+                  f"{name}: not a top-k finding {files}")
         check(len(files) == 1, f"{name}: {len(files)} finding files\n{out}{err}")
         check(len(glob.glob(os.path.join(d, "finding-*.fuzz-input"))) == 1,
               f"{name}: the libFuzzer input was not kept")
@@ -67,19 +72,21 @@ def main():
         if not files or not m:
             continue
         verdict = m.group(1)
-        rc, cout, cerr = run("check", files[0], "--candidate", name, "--against", "both",
-                             "--timeout", "0.5")
-        check(rc == 1 and verdict in cout, f"{name}: attest check exit {rc}, verdict {verdict} "
+        against = [] if kernel == "topk" else ["--against", "both"]
+        rc, cout, cerr = run("check", files[0], "--candidate", name, *against, "--timeout", "0.5")
+        check(rc == 1 and (kernel == "topk" or verdict in cout),
+              f"{name}: attest check exit {rc}, verdict {verdict} "
                                            f"not in\n{cout}{cerr}")
-        rc, cout, cerr = run("check", files[0], "--candidate", CORRECT[kernel], "--against", "both")
+        rc, cout, cerr = run("check", files[0], "--candidate", CORRECT[kernel], *against)
         check(rc == 0, f"{name}: the correct {CORRECT[kernel]} fails the saved case: exit {rc}\n{cout}")
         rc, rout, rerr = run("replay", files[0], "--candidate", name, "--timeout", "0.5")
         check(rc == 1 and verdict in rout, f"{name}: attest replay exit {rc}\n{rout}{rerr}")
 
     # The correct candidates: nothing found with the re-run check, one merged results file.
-    for kernel, cand in CORRECT.items():
+    runs = [(k, c) for k, c in CORRECT.items()] + [("topk", c) for c in TOPK_CORRECT]
+    for kernel, cand in runs:
         classes = {}
-        for mode in ("structure", "bytes"):
+        for mode in ("structure",) if kernel == "topk" else ("structure", "bytes"):
             d = os.path.join(tmp, cand + "-" + mode)
             os.mkdir(d)
             res = os.path.join(d, "r.h5")
@@ -102,10 +109,12 @@ def main():
         # The counters count: both runs reach most classes the default shapes hold (how the two
         # compare over time is bench/fuzz_engine.sh's to measure, not a gate).
         for mode, n in classes.items():
+            if kernel == "topk":
+                continue  # the top-k target has no semantic counters
             check(n >= 25, f"{cand} ({mode}): only {n} semantic classes reached")
 
     # Bad input: one line, exit 2, nothing written.
-    bad = [["--engine", "libfuzzer", "--candidate", "cpu-topk"],
+    bad = [["--engine", "libfuzzer", "--candidate", "cpu-topk", "--max-len", "64"],
            ["--engine", "fast", "--candidate", "cpu-indexer"],
            ["--engine", "search", "--candidate", "cpu-indexer", "--no-structure"],
            ["--engine", "libfuzzer", "--candidate", "cpu-indexer", "--fuzzer", "/nonexistent"],
