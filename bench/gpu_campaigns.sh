@@ -40,7 +40,9 @@ camp mla-default 300000 55 --candidate cuda-mla-decode
 camp paged-prod 400000 35 --candidate cuda-indexer-paged --production
 camp mma-prod 500000 25 --candidate cuda-indexer-paged-mma --production
 camp mla-prod 600000 35 --candidate cuda-mla-decode --production
-# The tensor-core decode computes K/V and P in bf16 and takes mla-v4 alone.
+# The tensor-core decode computes K/V and P in bf16; its mma.sync pass 1 takes mla-v4 alone.
 BF16="$(dirname "$0")/../policies/bf16-tensor-core.json"
 camp mla-mma-default 700000 60 --candidate cuda-mla-decode-mma --layout mla-v4 --policy "$BF16"
 camp mla-mma-prod 800000 40 --candidate cuda-mla-decode-mma --layout mla-v4 --policy "$BF16" --production
+camp mla-mma-v32-default 900000 40 --candidate cuda-mla-decode-mma --layout mla-v32 --policy "$BF16"
+camp mla-mma-sync-default 1000000 30 --candidate cuda-mla-decode-mma-sync --layout mla-v4 --policy "$BF16"

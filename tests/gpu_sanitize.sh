@@ -48,7 +48,9 @@ grep -q "Uninitialized" "$work/out" || { echo "FAIL: the report's lines are miss
 run 0 memcheck cuda-mla-decode 30
 run 1 racecheck mutant-cuda-mla-decode-merge-race 10
 grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
-run 1 racecheck mutant-cuda-mla-decode-mma-merge-race 3 --layout mla-v4 \
-  --policy "$(dirname "$0")/../policies/bf16-tensor-core.json"
+bf16="$(dirname "$0")/../policies/bf16-tensor-core.json"
+run 0 memcheck cuda-mla-decode-mma 10 --layout mla-v4 --policy "$bf16"
+run 0 memcheck cuda-mla-decode-mma 10 --layout mla-v32 --policy "$bf16"
+run 1 racecheck mutant-cuda-mla-decode-mma-merge-race 3 --layout mla-v4 --policy "$bf16"
 grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
 echo "PASS"

@@ -232,10 +232,11 @@ static void mla_mutants_are_caught(void **state)
     if (!failing) printf("merge-race: no failing verdict in 200 cases without racecheck\n");
 }
 
-/* cuda-mla-decode-mma passes mla-v4 cases under
+/* cuda-mla-decode-mma passes mla-v4 and mla-v32 cases under
  * policies/bf16-tensor-core.json (its K/V and P are bf16): default bounds with and without the
  * graph check, more than 64 heads (two head blocks, the last one padded), production shapes;
- * its racy merge fails some case. */
+ * cuda-mla-decode-mma-sync (the mma.sync pass 1 it runs off sm_90) passes mla-v4; the racy
+ * merge fails some case. */
 static void cuda_mla_decode_mma_passes(void **state)
 {
     (void)state;
@@ -256,6 +257,18 @@ static void cuda_mla_decode_mma_passes(void **state)
     attest_gen_options prod = g;
     prod.production_shape = 1;
     expect_all_ok("cuda-mla-decode-mma", 0, prod, 64, 20, "production shapes, mla-v4");
+    attest_gen_options v32 = g;
+    v32.layout = ATTEST_LAYOUT_MLA_V32;
+    expect_all_ok("cuda-mla-decode-mma", 0, v32, 66, 400, "default bounds, mla-v32");
+    expect_all_ok("cuda-mla-decode-mma", 1, v32, 67, 150, "default bounds, mla-v32");
+    attest_gen_options wide32 = v32;
+    wide32.max_heads = 130;
+    expect_all_ok("cuda-mla-decode-mma", 0, wide32, 68, 60, "heads up to 130, mla-v32");
+    attest_gen_options prod32 = v32;
+    prod32.production_shape = 1;
+    expect_all_ok("cuda-mla-decode-mma", 0, prod32, 69, 20, "production shapes, mla-v32");
+    expect_all_ok("cuda-mla-decode-mma-sync", 0, g, 70, 200, "default bounds, mla-v4");
+    expect_all_ok("cuda-mla-decode-mma-sync", 1, wide, 71, 60, "heads up to 130, mla-v4");
     attest_runner *r = make_runner("mutant-cuda-mla-decode-mma-merge-race");
     attest_case_record rec;
     int failing = 0;

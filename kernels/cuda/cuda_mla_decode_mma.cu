@@ -1,7 +1,9 @@
-// A tensor-core split-KV sparse MLA decode ("cuda-mla-decode-mma") for mla-v4, and its racy
-// variant.
+// A tensor-core split-KV sparse MLA decode: "cuda-mla-decode-mma" (pass 1 on wgmma on a
+// compute-capability-9.0 device, sm90a/cuda_mla_decode_wgmma.cu, for mla-v4 and mla-v32; the
+// mma.sync pass 1 below elsewhere, mla-v4 only), "cuda-mla-decode-mma-sync" (the mma.sync pass 1
+// everywhere), and the racy variant of their shared merge.
 //
-// Pass 1, one CUDA block (8 warps) per (split, query, 64 heads): the 64 query heads are the M
+// The mma.sync pass 1, one CUDA block (8 warps) per (split, query, 64 heads): the 64 query heads are the M
 // dimension of mma.sync m16n8k16 bf16 tiles, so each gathered token is read from HBM once per
 // query and dequantized once into shared memory as bf16 (fp8 * UE8M0 scale in fp32, rounded to
 // nearest even; rope copied as is). A split is `tps` tiles of 64 slots of one scope (main first,
@@ -31,6 +33,7 @@
 
 #include "attest/candidate.h"
 #include "attest/cuda_candidates.h"
+#include "cuda_mla_mma.h"
 #include "cuda_registry.h"
 
 namespace {
@@ -63,25 +66,8 @@ enum class mma_variant {
     merge_race  // the merge's other warps read the splits' maximum and sum before warp 0 stores them
 };
 
-struct scope {
-    const uint8_t *cache;
-    const int32_t *indices;  // [queries, count]
-    const int32_t *length;   // [b] or nullptr
-    int64_t page_stride;
-    int32_t page_size, num_pages, count, tiles, splits;
-};
-
-struct kargs {
-    scope sc[2];
-    int32_t s_q, h_q, tps, splits;
-    float sm_scale;
-    const uint16_t *q;
-    const float *sink;  // nullptr without a sink
-    uint16_t *out;
-    float *lse;
-    float *part_out;  // [queries, h_q, splits, 512]
-    float *part_lse;  // [queries, h_q, splits]
-};
+using mla_mma::kargs;
+using mla_mma::scope;
 
 __device__ __forceinline__ uint32_t smem_u32(const void *p)
 {
@@ -431,26 +417,37 @@ __global__ void __launch_bounds__(128) mma_merge_kernel(kargs a)
 
 bool aligned16(const void *p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
-// mla-v4 only (mla-v32's 656-byte records and 576-wide K are another kernel); any head count
-// (heads past a multiple of 64 are zero rows of the last block); pages whose stride keeps
-// every token on a 16-byte boundary, as the mla-v4 layout's multiple-of-576 stride does.
-int mma_supports(void *, const attest_kernel_args *args)
+// Which pass-1 kernel runs a case: the wgmma one on a compute-capability-9.0 device (mla-v4
+// and mla-v32), else the mma.sync one (mla-v4 only).
+enum class pass1 { none, sync, wgmma };
+
+// Any head count (heads past a multiple of 64 are zero rows of the last block); pages whose
+// stride keeps every token on a 16-byte boundary (mla-v4's multiple-of-576 stride always does;
+// mla-v32's generated strides, 656 P and 656 (P + 1), do too).
+pass1 pick(const attest_kernel_args *args, bool sync_only)
 {
     const attest_mla_args &m = args->u.mla;
     const attest_mla_params *p = m.params;
-    if (p->layout != ATTEST_LAYOUT_MLA_V4 || p->d_qk != kDim || p->d_v != kDim || p->h_q < 1)
-        return 0;
-    if (p->page_size <= 0 || p->page_stride < static_cast<int64_t>(p->page_size) * kTokenBytes ||
+    const bool v32 = p->layout == ATTEST_LAYOUT_MLA_V32;
+    if (!v32 && p->layout != ATTEST_LAYOUT_MLA_V4) return pass1::none;
+    const int dqk = v32 ? 576 : kDim, token = v32 ? 656 : kTokenBytes;
+    if (p->d_qk != dqk || p->d_v != kDim || p->h_q < 1) return pass1::none;
+    if (p->page_size <= 0 || p->page_stride < static_cast<int64_t>(p->page_size) * token ||
         p->page_stride % 16 != 0 || !aligned16(m.cache) || !aligned16(m.q))
-        return 0;
+        return pass1::none;
     if (p->has_extra &&
         (p->extra_page_size <= 0 ||
-         p->extra_page_stride < static_cast<int64_t>(p->extra_page_size) * kTokenBytes ||
+         p->extra_page_stride < static_cast<int64_t>(p->extra_page_size) * token ||
          p->extra_page_stride % 16 != 0 || !aligned16(m.extra_cache)))
-        return 0;
+        return pass1::none;
     const int64_t queries = static_cast<int64_t>(p->b) * p->s_q;
-    return queries >= 1 && queries <= 65535 && (p->h_q + kHeads - 1) / kHeads <= 65535;
+    if (queries < 1 || queries > 65535 || (p->h_q + kHeads - 1) / kHeads > 65535) return pass1::none;
+    if (!sync_only && mla_mma::wgmma_available()) return pass1::wgmma;
+    return v32 ? pass1::none : pass1::sync;
 }
+
+int mma_supports(void *, const attest_kernel_args *args) { return pick(args, false) != pass1::none; }
+int sync_supports(void *, const attest_kernel_args *args) { return pick(args, true) != pass1::none; }
 
 struct mma_ctx {
     float *workspace;  // grow-only, so a captured graph's pointers stay valid
@@ -490,9 +487,11 @@ int tiles_per_split(int tiles0, int tiles1, int64_t blocks_per_split, int sms)
     return best;
 }
 
-template <mma_variant V>
+template <mma_variant V, bool SYNC_ONLY>
 int mma_run(void *ctx, const attest_kernel_args *args)
 {
+    const pass1 kernel = pick(args, SYNC_ONLY);
+    if (kernel == pass1::none) return 1;
     mma_ctx *c = static_cast<mma_ctx *>(ctx);
     const attest_mla_args &m = args->u.mla;
     const attest_mla_params &p = *m.params;
@@ -534,18 +533,23 @@ int mma_run(void *ctx, const attest_kernel_args *args)
     }
     a.part_out = c->workspace;
     a.part_lse = c->workspace + parts * kDim;
-    if (cudaFuncSetAttribute(mma_partial_kernel<V>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kSmem)) != cudaSuccess)
-        return 1;
     if (a.splits > 0) {
         const dim3 grid(a.splits, queries, head_blocks);
-        mma_partial_kernel<V><<<grid, kThreads, kSmem, cudaStreamPerThread>>>(a);
+        if (kernel == pass1::wgmma) {
+            if (mla_mma::wgmma_partial_launch(a, p.layout == ATTEST_LAYOUT_MLA_V32, grid) != 0) return 1;
+        } else {
+            if (cudaFuncSetAttribute(mma_partial_kernel<mma_variant::correct>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kSmem)) != cudaSuccess)
+                return 1;
+            mma_partial_kernel<mma_variant::correct><<<grid, kThreads, kSmem, cudaStreamPerThread>>>(a);
+        }
     }
     mma_merge_kernel<V><<<dim3(queries, p.h_q), 128, 0, cudaStreamPerThread>>>(a);
     return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
 
 attest_candidate make(const char *name, const char *description,
+                      int (*supports)(void *, const attest_kernel_args *),
                       int (*run)(void *, const attest_kernel_args *))
 {
     attest_candidate c = {};
@@ -559,25 +563,31 @@ attest_candidate make(const char *name, const char *description,
     c.conventions.lse_convention = ATTEST_LSE_EXCLUDES_SINK;
     c.init = mma_init;
     c.fini = mma_fini;
-    c.supports = mma_supports;
+    c.supports = supports;
     c.run = run;
     return c;
 }
 
 const attest_candidate correct = make(
     "cuda-mla-decode-mma",
-    "tensor-core (mma.sync bf16) split-KV sparse MLA decode, mla-v4, 64 heads per tile; K/V and P "
-    "in bf16 (judge with policies/bf16-tensor-core.json)",
-    mma_run<mma_variant::correct>);
+    "tensor-core split-KV sparse MLA decode, 64 heads per tile: wgmma on sm_90 (mla-v4 and "
+    "mla-v32), mma.sync elsewhere (mla-v4); K/V and P in bf16 (judge with "
+    "policies/bf16-tensor-core.json)",
+    mma_supports, mma_run<mma_variant::correct, false>);
+const attest_candidate sync = make(
+    "cuda-mla-decode-mma-sync",
+    "cuda-mla-decode-mma with the mma.sync bf16 pass 1 on every device (mla-v4); K/V and P in "
+    "bf16 (judge with policies/bf16-tensor-core.json)",
+    sync_supports, mma_run<mma_variant::correct, true>);
 #ifdef ATTEST_WITH_MUTANTS
 const attest_candidate merge_race = make(
     "mutant-cuda-mla-decode-mma-merge-race",
     "cuda-mla-decode-mma whose merge reads the split maximum and sum before warp 0 stores them "
     "(missing barrier)",
-    mma_run<mma_variant::merge_race>);
-const attest_candidate *const list[] = {&correct, &merge_race};
+    mma_supports, mma_run<mma_variant::merge_race, false>);
+const attest_candidate *const list[] = {&correct, &sync, &merge_race};
 #else
-const attest_candidate *const list[] = {&correct};
+const attest_candidate *const list[] = {&correct, &sync};
 #endif
 
 }  // namespace

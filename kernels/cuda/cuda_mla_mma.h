@@ -1,0 +1,41 @@
+// What the two pass-1 kernels of cuda-mla-decode-mma share: the launch arguments, built by
+// cuda_mla_decode_mma.cu, and the entry to the wgmma kernel of sm90a/cuda_mla_decode_wgmma.cu
+// (a library of its own, built for sm_90a alone). Internal to kernels/cuda.
+#ifndef ATTEST_CUDA_MLA_MMA_H
+#define ATTEST_CUDA_MLA_MMA_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace mla_mma {
+
+struct scope {
+    const uint8_t *cache;
+    const int32_t *indices;  // [queries, count]
+    const int32_t *length;   // [b] or nullptr
+    int64_t page_stride;
+    int32_t page_size, num_pages, count, tiles, splits;
+};
+
+struct kargs {
+    scope sc[2];
+    int32_t s_q, h_q, tps, splits;
+    float sm_scale;
+    const uint16_t *q;
+    const float *sink;  // nullptr without a sink
+    uint16_t *out;
+    float *lse;
+    float *part_out;  // [queries, h_q, splits, 512]
+    float *part_lse;  // [queries, h_q, splits]
+};
+
+// Whether this process's device runs the sm_90a cubin (compute capability 9.0); asked once.
+bool wgmma_available();
+
+// Queues the wgmma pass 1 on cudaStreamPerThread for `grid` = (splits, queries, head blocks);
+// v32 picks the mla-v32 record (656 bytes, K 576 wide) over mla-v4's (584, K 512). 0 on success.
+int wgmma_partial_launch(const kargs &a, bool v32, dim3 grid);
+
+}  // namespace mla_mma
+
+#endif

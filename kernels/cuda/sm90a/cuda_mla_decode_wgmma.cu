@@ -1,0 +1,456 @@
+// cuda-mla-decode-mma's pass 1 on sm_90a: the split-KV sparse MLA decode with wgmma, for
+// mla-v4 (584-byte tokens, K 512 wide) and mla-v32 (656-byte tokens, K 576 wide, V = the 512
+// nope dims).
+//
+// Why: the mma.sync kernel (cuda_mla_decode_mma.cu) streams both operands of every MMA through
+// ldmatrix, five barriers per tile, and reached 12% of the H200's bandwidth. wgmma reads both
+// operands from shared memory itself, 64 heads x N slots per instruction, issued asynchronously.
+//
+// One block of two warpgroups per (split, query, 64 heads). Per 64-slot tile:
+//   - the raw records arrive by cp.async one tile (mla-v32) or two tiles (mla-v4) ahead, the
+//     index of the next tile to copy loaded a tile before its copies are issued;
+//   - the 256 threads dequantize the tile once into K (bf16, fp8 x scale in fp32 rounded to
+//     nearest even; rope copied), zeros for invalid slots (P is 0 there, and 0 x NaN is not);
+//   - S = Q K^T: warpgroup w takes slots 32w .. 32w+31 (m64n32k16, fp32), times sm_scale;
+//   - the online softmax: the two warpgroups exchange their row maxima through shared memory,
+//     P = exp(s - m) in fp32 (its sum in fp32), P stored as bf16 for both warpgroups;
+//   - O = alpha O + P V: warpgroup w takes dims 256w .. 256w+255 (m64n256k16, V read N-major
+//     from the same K tile).
+// Shared memory holds Q, K and P in the no-swizzle canonical layout: 8x8 core matrices of
+// 128 bytes, element (row, d) at (d / 8) * 1024 + (row / 8) * 128 + (row % 8) * 16 +
+// (d % 8) * 2 for 64 rows. As a K-major operand (Q, K for S, P) the 8-dim steps are 1024 bytes
+// apart (LBO) and the 8-row groups 128 (SBO); as K's N-major operand for P V (N = dims, K =
+// slots) the 8-slot groups are 128 bytes apart (LBO) and the 8-dim groups 1024 (SBO).
+// The 16-byte stores of the dequantization go 8 slots of one 8-dim chunk at a time (one core
+// matrix), its 16-byte reads 8 records apart by an odd multiple of 16 bytes: no bank conflicts.
+// The split's partial and the merge are cuda_mla_decode_mma.cu's.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "../cuda_mla_mma.h"
+
+namespace {
+
+using mla_mma::kargs;
+using mla_mma::scope;
+
+constexpr int kTok = 64;       // slots per tile
+constexpr int kHeads = 64;     // heads per block: wgmma's M
+constexpr int kThreads = 256;  // two warpgroups
+constexpr int kDv = 512;
+constexpr int kChunk = 1024;   // one 8-dim chunk of 64 rows in the canonical layout
+
+template <bool V32>
+struct geom;
+template <>
+struct geom<false> {  // mla-v4: [nope fp8 x 448 | rope bf16 x 64] per token, 8 UE8M0 bytes apart
+    static constexpr int dqk = 512, nope = 448, rope_at = 448;
+    static constexpr int raw = 592;  // 576 data + 8 scale bytes + 8 pad: 16 x 37, an odd multiple
+    static constexpr int stages = 2, copies = 36, items = 36;
+};
+template <>
+struct geom<true> {  // mla-v32: [nope fp8 x 512 | scales fp32 x 4 | rope bf16 x 64] per token
+    static constexpr int dqk = 576, nope = 512, rope_at = 528;
+    static constexpr int raw = 656;  // 16 x 41
+    static constexpr int stages = 1, copies = 41, items = 40;
+};
+
+template <bool V32>
+struct smem_map {
+    using G = geom<V32>;
+    static constexpr size_t q = 0;
+    static constexpr size_t k = q + static_cast<size_t>(G::dqk / 8) * kChunk;
+    static constexpr size_t p = k + static_cast<size_t>(G::dqk / 8) * kChunk;
+    static constexpr size_t raw = p + static_cast<size_t>(kTok / 8) * kChunk;
+    static constexpr size_t vstage = raw + static_cast<size_t>(G::stages) * kTok * G::raw;
+    static constexpr size_t vcur = vstage + sizeof(int) * G::stages * kTok;
+    static constexpr size_t red = vcur + sizeof(int) * kTok;
+    static constexpr size_t lsum = red + sizeof(float) * 2 * kHeads;
+    static constexpr size_t bytes = lsum + sizeof(float) * 2 * kHeads;
+};
+static_assert(smem_map<false>::bytes <= 227 * 1024, "mla-v4 shared memory");
+static_assert(smem_map<true>::bytes <= 227 * 1024, "mla-v32 shared memory");
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(void *dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src)
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async8(void *dst, const void *src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_u32(dst)), "l"(src)
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void fence_async_shared()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// A no-swizzle shared-memory matrix descriptor. Every address here is below 256 KiB, so adding
+// (bytes >> 4) to a descriptor moves its start without touching the other fields.
+__device__ __forceinline__ uint64_t smem_desc(const void *p, uint32_t lbo, uint32_t sbo)
+{
+    const uint64_t addr = smem_u32(p);
+    return ((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
+           (static_cast<uint64_t>(sbo >> 4) << 32);
+}
+
+// D (64 x 32, fp32) += A (64 x 16, smem) * B (16 x 32, smem); trans_b 1 reads B N-major.
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n32k16(float (&d)[16], uint64_t da, uint64_t db, int accumulate)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+        "%16, %17, p, 1, 1, 0, %19;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(da), "l"(db), "r"(accumulate), "n"(TRANS_B));
+}
+
+// D (64 x 256, fp32) += A (64 x 16, smem) * B (16 x 256, smem); trans_b 1 reads B N-major.
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db, int accumulate)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "%128, %129, p, 1, 1, 0, %131;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "r"(accumulate), "n"(TRANS_B));
+}
+
+__device__ __forceinline__ float ue8m0_to_float(uint32_t bits)
+{
+    if (bits == 0xFF) return __int_as_float(0x7FC00000);
+    if (bits == 0) return __int_as_float(0x00400000);  // 2^-127, a float subnormal
+    return __int_as_float(static_cast<int>(bits) << 23);
+}
+
+// Two fp8 e4m3fn codes (low byte first) times the scale, as two bf16 (every e4m3fn value is
+// exact in fp16 and in float; the product is rounded once, to bf16).
+__device__ __forceinline__ uint32_t fp8x2_to_bf16x2(uint32_t two, float scale)
+{
+    const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two), __NV_E4M3);
+    const float2 f = __half22float2(__half2(hr));
+    const __nv_bfloat162 r = __floats2bfloat162_rn(f.x * scale, f.y * scale);
+    return *reinterpret_cast<const uint32_t *>(&r);
+}
+
+template <bool V32>
+__device__ __forceinline__ float item_scale(const uint8_t *rec, int k)
+{
+    // Item k of a thread covers dims 16 (part + 4k) ..: scale k (64 dims each) in mla-v4,
+    // scale k / 2 (128 dims each) in mla-v32.
+    if (V32) return *reinterpret_cast<const float *>(rec + 512 + 4 * (k / 2));
+    return ue8m0_to_float(rec[576 + k]);
+}
+
+template <bool V32>
+__global__ void __launch_bounds__(kThreads, 1) wgmma_partial_kernel(kargs a)
+{
+    using G = geom<V32>;
+    using M = smem_map<V32>;
+    extern __shared__ __align__(128) uint8_t smem[];
+    uint8_t *const qs = smem + M::q;
+    uint8_t *const ks = smem + M::k;
+    uint8_t *const ps = smem + M::p;
+    uint8_t *const raw = smem + M::raw;
+    int *const vstage = reinterpret_cast<int *>(smem + M::vstage);  // [stages][64] slot valid
+    int *const vcur = reinterpret_cast<int *>(smem + M::vcur);      // the tile in K
+    float *const red = reinterpret_cast<float *>(smem + M::red);    // [2][64] row maxima
+    float *const lsum = reinterpret_cast<float *>(smem + M::lsum);  // [2][64] row sums
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wg = warp >> 2, g = lane >> 2, q4 = lane & 3;
+    const int r0 = (warp & 3) * 16 + g, r1 = r0 + 8;  // the two heads (rows) a thread holds
+    const int split = blockIdx.x, query = blockIdx.y, h0 = blockIdx.z * kHeads;
+    const int b = query / a.s_q;
+    const int which = split < a.sc[0].splits ? 0 : 1;
+    const scope &s = a.sc[which];
+    const int first = (which == 0 ? split : split - a.sc[0].splits) * a.tps;
+    const int last = min(first + a.tps, s.tiles);
+    int used = s.count;
+    if (s.length) used = min(max(s.length[b], 0), s.count);
+    const int64_t pool = static_cast<int64_t>(s.num_pages) * s.page_size;
+    const int32_t *list = s.indices + static_cast<size_t>(query) * s.count;
+
+    // Q of the block's heads into the canonical layout (zero rows past h_q: their scores are
+    // computed, never stored). 8 consecutive threads take 8 heads of one chunk (one core
+    // matrix); a warp reads 64 contiguous bytes of each of its 8 rows.
+    for (int e = tid; e < kHeads * (G::dqk / 8); e += kThreads) {
+        const int rest = e >> 3, ck = rest % (G::dqk / 8);
+        const int h = (rest / (G::dqk / 8)) * 8 + (e & 7);
+        uint8_t *dst = qs + ck * kChunk + (h >> 3) * 128 + (h & 7) * 16;
+        if (h0 + h < a.h_q)
+            cp_async16(dst, a.q + (static_cast<size_t>(query) * a.h_q + h0 + h) * G::dqk + ck * 8);
+        else
+            *reinterpret_cast<uint4 *>(dst) = make_uint4(0, 0, 0, 0);
+    }
+
+    // Four threads per slot: thread (tok, part) copies and dequantizes the record's 16-byte
+    // pieces part, part + 4, ...
+    const int tok = tid & 63, part = tid >> 6;
+    auto index_of = [&](int tile) -> int32_t {
+        const int slot = tile * kTok + tok;
+        return slot < s.count ? __ldg(list + slot) : -1;
+    };
+    int next = first;  // the next tile to copy, and its index, loaded a tile ahead
+    int32_t next_idx = first < last ? index_of(first) : -1;
+    auto issue = [&](int buf) {
+        if (next < last) {
+            const int slot = next * kTok + tok;
+            // Only -1 is invalid; an index outside the pool never reaches a load.
+            const int ok = slot < used && next_idx >= 0 && next_idx < pool;
+            if (part == 0) vstage[buf * kTok + tok] = ok;
+            if (ok) {
+                const int64_t page = next_idx / s.page_size, pslot = next_idx % s.page_size;
+                const uint8_t *pg = s.cache + page * s.page_stride;
+                uint8_t *dst = raw + (buf * kTok + tok) * G::raw;
+                if (V32) {
+                    const uint8_t *src = pg + pslot * 656;
+                    for (int c = part; c < G::copies; c += 4) cp_async16(dst + c * 16, src + c * 16);
+                } else {
+                    const uint8_t *src = pg + pslot * 576;
+                    for (int c = part; c < G::copies; c += 4) cp_async16(dst + c * 16, src + c * 16);
+                    if (part == 0)
+                        cp_async8(dst + 576, pg + static_cast<int64_t>(s.page_size) * 576 + pslot * 8);
+                }
+            }
+            next++;
+            next_idx = next < last ? index_of(next) : -1;
+        }
+        cp_async_commit();
+    };
+
+    float o[128];
+#pragma unroll
+    for (int j = 0; j < 128; j++) o[j] = 0.0f;
+    // The softmax state of rows r0 and r1, alike in the 4 threads of a quad and in both
+    // warpgroups (each sums its own slots; the sums are added at the end).
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    int any = 0;
+
+    const uint64_t dq = smem_desc(qs, kChunk, 128);
+    const uint64_t dk = smem_desc(ks + wg * 512, kChunk, 128);       // slots 32 wg ..
+    const uint64_t dp = smem_desc(ps, kChunk, 128);
+    const uint64_t dv = smem_desc(ks + wg * 32 * kChunk, 128, kChunk);  // dims 256 wg ..
+
+    issue(0);
+    if (G::stages == 2) issue(1);
+    for (int tile = first; tile < last; tile++) {
+        const int buf = G::stages == 2 ? ((tile - first) & 1) : 0;
+        if (G::stages == 2) cp_async_wait<1>();
+        else cp_async_wait<0>();
+        // This tile (and Q) landed for every thread; every MMA of the last tile has completed
+        // (each warpgroup waited on its own), so K and P may be rewritten.
+        __syncthreads();
+        {
+            const uint8_t *rec = raw + (buf * kTok + tok) * G::raw;
+            const int ok = vstage[buf * kTok + tok];
+            if (part == 0) vcur[tok] = ok;
+            any |= ok;
+            uint8_t *kt = ks + (tok >> 3) * 128 + (tok & 7) * 16;
+            constexpr int kNope = G::nope / 16;  // nope items: 16 fp8 -> two chunks
+#pragma unroll
+            for (int k = 0; k < G::items / 4; k++) {
+                const int c = part + 4 * k;
+                if (c < kNope) {
+                    uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
+                    if (ok) {
+                        const float scale = item_scale<V32>(rec, k);
+                        const uint4 v = *reinterpret_cast<const uint4 *>(rec + c * 16);
+                        lo.x = fp8x2_to_bf16x2(v.x, scale);
+                        lo.y = fp8x2_to_bf16x2(v.x >> 16, scale);
+                        lo.z = fp8x2_to_bf16x2(v.y, scale);
+                        lo.w = fp8x2_to_bf16x2(v.y >> 16, scale);
+                        hi.x = fp8x2_to_bf16x2(v.z, scale);
+                        hi.y = fp8x2_to_bf16x2(v.z >> 16, scale);
+                        hi.z = fp8x2_to_bf16x2(v.w, scale);
+                        hi.w = fp8x2_to_bf16x2(v.w >> 16, scale);
+                    }
+                    *reinterpret_cast<uint4 *>(kt + (2 * c) * kChunk) = lo;
+                    *reinterpret_cast<uint4 *>(kt + (2 * c + 1) * kChunk) = hi;
+                } else {
+                    const int r = c - kNope;  // rope: 8 bf16 per item, copied
+                    uint4 v = make_uint4(0, 0, 0, 0);
+                    if (ok) v = *reinterpret_cast<const uint4 *>(rec + G::rope_at + r * 16);
+                    *reinterpret_cast<uint4 *>(kt + (G::nope / 8 + r) * kChunk) = v;
+                }
+            }
+        }
+        fence_async_shared();  // the generic-proxy stores (K, Q's zero rows), visible to wgmma
+        __syncthreads();
+        issue(buf);  // this stage is free again; overlaps the MMAs below
+
+        // S = Q K^T for slots 32 wg .. 32 wg + 31.
+        float sc[16];
+#pragma unroll
+        for (int j = 0; j < 16; j++) sc[j] = 0.0f;
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < G::dqk / 16; k++)
+            wgmma_m64n32k16<0>(sc, dq + k * (2 * kChunk >> 4), dk + k * (2 * kChunk >> 4), k > 0);
+        wgmma_commit();
+        wgmma_wait();
+
+        // sc[4j + e]: row r0, slot 32 wg + 8j + 2 q4 + e; sc[4j + 2 + e]: row r1. The maximum
+        // skips NaN scores (a NaN still makes P, l and the output NaN, as it must).
+        int valid[8];
+        float mt0 = -INFINITY, mt1 = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                valid[2 * j + e] = vcur[wg * 32 + 8 * j + 2 * q4 + e];
+                sc[4 * j + e] *= a.sm_scale;
+                sc[4 * j + 2 + e] *= a.sm_scale;
+                if (valid[2 * j + e]) {
+                    mt0 = fmaxf(mt0, sc[4 * j + e]);
+                    mt1 = fmaxf(mt1, sc[4 * j + 2 + e]);
+                }
+            }
+        mt0 = fmaxf(mt0, __shfl_xor_sync(0xffffffffu, mt0, 1));
+        mt0 = fmaxf(mt0, __shfl_xor_sync(0xffffffffu, mt0, 2));
+        mt1 = fmaxf(mt1, __shfl_xor_sync(0xffffffffu, mt1, 1));
+        mt1 = fmaxf(mt1, __shfl_xor_sync(0xffffffffu, mt1, 2));
+        if (q4 == 0) {
+            red[wg * kHeads + r0] = mt0;
+            red[wg * kHeads + r1] = mt1;
+        }
+        __syncthreads();
+        const float n0 = fmaxf(m0, fmaxf(red[r0], red[kHeads + r0]));
+        const float n1 = fmaxf(m1, fmaxf(red[r1], red[kHeads + r1]));
+        // Equal maxima (both -inf before any valid slot) rescale by 1, not by exp(NaN).
+        const float alpha0 = n0 == m0 ? 1.0f : expf(m0 - n0);
+        const float alpha1 = n1 == m1 ? 1.0f : expf(m1 - n1);
+        float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const float p00 = valid[2 * j] ? expf(sc[4 * j] - n0) : 0.0f;
+            const float p01 = valid[2 * j + 1] ? expf(sc[4 * j + 1] - n0) : 0.0f;
+            const float p10 = valid[2 * j] ? expf(sc[4 * j + 2] - n1) : 0.0f;
+            const float p11 = valid[2 * j + 1] ? expf(sc[4 * j + 3] - n1) : 0.0f;
+            sum0 += p00;
+            sum0 += p01;
+            sum1 += p10;
+            sum1 += p11;
+            // P (row, slot t = 32 wg + 8j + 2 q4): chunk t / 8 = 4 wg + j, word q4 of the row.
+            uint8_t *pc = ps + (4 * wg + j) * kChunk + q4 * 4;
+            const __nv_bfloat162 b0 = __floats2bfloat162_rn(p00, p01);
+            const __nv_bfloat162 b1 = __floats2bfloat162_rn(p10, p11);
+            *reinterpret_cast<__nv_bfloat162 *>(pc + (r0 >> 3) * 128 + (r0 & 7) * 16) = b0;
+            *reinterpret_cast<__nv_bfloat162 *>(pc + (r1 >> 3) * 128 + (r1 & 7) * 16) = b1;
+        }
+        sum0 += __shfl_xor_sync(0xffffffffu, sum0, 1);
+        sum0 += __shfl_xor_sync(0xffffffffu, sum0, 2);
+        sum1 += __shfl_xor_sync(0xffffffffu, sum1, 1);
+        sum1 += __shfl_xor_sync(0xffffffffu, sum1, 2);
+        l0 = l0 * alpha0 + sum0;
+        l1 = l1 * alpha1 + sum1;
+        m0 = n0;
+        m1 = n1;
+        fence_async_shared();  // P, visible to both warpgroups' wgmma
+        __syncthreads();
+
+        // O = alpha O + P V for dims 256 wg .. 256 wg + 255: o[4j + e] row r0, o[4j + 2 + e]
+        // row r1, dim 256 wg + 8j + 2 q4 + e.
+#pragma unroll
+        for (int j = 0; j < 32; j++) {
+            o[4 * j] *= alpha0;
+            o[4 * j + 1] *= alpha0;
+            o[4 * j + 2] *= alpha1;
+            o[4 * j + 3] *= alpha1;
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < kTok / 16; k++)
+            wgmma_m64n256k16<1>(o, dp + k * (2 * kChunk >> 4), dv + k * (256 >> 4), 1);
+        wgmma_commit();
+        wgmma_wait();
+    }
+
+    // The split's partial: O / l and lse; no valid slot: lse = -inf and zeros (the guard).
+    any = __syncthreads_or(any);
+    if (q4 == 0) {
+        lsum[wg * kHeads + r0] = l0;
+        lsum[wg * kHeads + r1] = l1;
+    }
+    __syncthreads();
+    const float lt0 = lsum[r0] + lsum[kHeads + r0], lt1 = lsum[r1] + lsum[kHeads + r1];
+    const bool empty = any == 0;
+    const size_t qh0 = static_cast<size_t>(query) * a.h_q + h0;
+    if (wg == 0 && q4 == 0) {
+        if (h0 + r0 < a.h_q) a.part_lse[(qh0 + r0) * a.splits + split] = empty ? -INFINITY : m0 + logf(lt0);
+        if (h0 + r1 < a.h_q) a.part_lse[(qh0 + r1) * a.splits + split] = empty ? -INFINITY : m1 + logf(lt1);
+    }
+    const float inv0 = empty ? 0.0f : 1.0f / lt0, inv1 = empty ? 0.0f : 1.0f / lt1;
+    float *dst0 = a.part_out + ((qh0 + r0) * a.splits + split) * kDv + wg * 256 + q4 * 2;
+    float *dst1 = a.part_out + ((qh0 + r1) * a.splits + split) * kDv + wg * 256 + q4 * 2;
+#pragma unroll
+    for (int j = 0; j < 32; j++) {
+        if (h0 + r0 < a.h_q)
+            *reinterpret_cast<float2 *>(dst0 + j * 8) = make_float2(o[4 * j] * inv0, o[4 * j + 1] * inv0);
+        if (h0 + r1 < a.h_q)
+            *reinterpret_cast<float2 *>(dst1 + j * 8) = make_float2(o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
+    }
+}
+
+template <bool V32>
+int launch(const kargs &a, dim3 grid)
+{
+    constexpr size_t bytes = smem_map<V32>::bytes;
+    // Above 48 KiB a kernel must opt in; a host call, not a stream operation, made once.
+    static const bool opted_in =
+        cudaFuncSetAttribute(wgmma_partial_kernel<V32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(bytes)) == cudaSuccess;
+    if (!opted_in) return 1;
+    wgmma_partial_kernel<V32><<<grid, kThreads, bytes, cudaStreamPerThread>>>(a);
+    return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+}  // namespace
+
+namespace mla_mma {
+
+bool wgmma_available()
+{
+    static const bool sm90 = [] {
+        int device = 0, major = 0, minor = 0;
+        return cudaGetDevice(&device) == cudaSuccess &&
+               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+               cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
+               major == 9 && minor == 0;
+    }();
+    return sm90;
+}
+
+int wgmma_partial_launch(const kargs &a, bool v32, dim3 grid)
+{
+    return v32 ? launch<true>(a, grid) : launch<false>(a, grid);
+}
+
+}  // namespace mla_mma
