@@ -7,8 +7,9 @@
 // operands from shared memory itself, 64 heads x N slots per instruction, issued asynchronously.
 //
 // One block of two warpgroups per (split, query, 64 heads). Per 64-slot tile:
-//   - the raw records arrive by cp.async one tile (mla-v32) or two tiles (mla-v4) ahead, the
-//     index of the next tile to copy loaded a tile before its copies are issued;
+//   - the raw records arrive by cp.async one tile (mla-v32) or two tiles (mla-v4) ahead, each
+//     warp copying contiguous bytes of one or two records (a plan of each slot's offsets goes
+//     through shared memory first), the indices of a tile loaded a tile before it is planned;
 //   - the 256 threads dequantize the tile once into K (bf16, fp8 x scale in fp32 rounded to
 //     nearest even; rope copied), zeros for invalid slots (P is 0 there, and 0 x NaN is not);
 //   - S = Q K^T: warpgroup w takes slots 32w .. 32w+31 (m64n32k16, fp32), times sm_scale;
@@ -66,8 +67,8 @@ struct smem_map {
     static constexpr size_t k = q + static_cast<size_t>(G::dqk / 8) * kChunk;
     static constexpr size_t p = k + static_cast<size_t>(G::dqk / 8) * kChunk;
     static constexpr size_t raw = p + static_cast<size_t>(kTok / 8) * kChunk;
-    static constexpr size_t vstage = raw + static_cast<size_t>(G::stages) * kTok * G::raw;
-    static constexpr size_t vcur = vstage + sizeof(int) * G::stages * kTok;
+    static constexpr size_t plan = raw + static_cast<size_t>(G::stages) * kTok * G::raw;
+    static constexpr size_t vcur = plan + sizeof(long long) * 3 * kTok * 2;
     static constexpr size_t red = vcur + sizeof(int) * kTok;
     static constexpr size_t lsum = red + sizeof(float) * 2 * kHeads;
     static constexpr size_t bytes = lsum + sizeof(float) * 2 * kHeads;
@@ -179,7 +180,10 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_partial_kernel(kargs a)
     uint8_t *const ks = smem + M::k;
     uint8_t *const ps = smem + M::p;
     uint8_t *const raw = smem + M::raw;
-    int *const vstage = reinterpret_cast<int *>(smem + M::vstage);  // [stages][64] slot valid
+    // The copy plan of a tile, per slot: the byte offsets in the cache of its record and (mla-v4)
+    // of its scales, -1 for an invalid slot. A ring of three: a plan is written a barrier before
+    // its copies are issued and read again when its tile is dequantized.
+    long long *const plan = reinterpret_cast<long long *>(smem + M::plan);  // [3][64][2]
     int *const vcur = reinterpret_cast<int *>(smem + M::vcur);      // the tile in K
     float *const red = reinterpret_cast<float *>(smem + M::red);    // [2][64] row maxima
     float *const lsum = reinterpret_cast<float *>(smem + M::lsum);  // [2][64] row sums
@@ -211,40 +215,55 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_partial_kernel(kargs a)
             *reinterpret_cast<uint4 *>(dst) = make_uint4(0, 0, 0, 0);
     }
 
-    // Four threads per slot: thread (tok, part) copies and dequantizes the record's 16-byte
-    // pieces part, part + 4, ...
+    // Threads 0-63 plan slot tid of each tile; four threads per slot, (tok, part), dequantize
+    // its 16-byte pieces part, part + 4, ...
     const int tok = tid & 63, part = tid >> 6;
     auto index_of = [&](int tile) -> int32_t {
-        const int slot = tile * kTok + tok;
+        const int slot = tile * kTok + tid;
         return slot < s.count ? __ldg(list + slot) : -1;
     };
-    int next = first;  // the next tile to copy, and its index, loaded a tile ahead
-    int32_t next_idx = first < last ? index_of(first) : -1;
-    auto issue = [&](int buf) {
-        if (next < last) {
-            const int slot = next * kTok + tok;
-            // Only -1 is invalid; an index outside the pool never reaches a load.
-            const int ok = slot < used && next_idx >= 0 && next_idx < pool;
-            if (part == 0) vstage[buf * kTok + tok] = ok;
-            if (ok) {
-                const int64_t page = next_idx / s.page_size, pslot = next_idx % s.page_size;
-                const uint8_t *pg = s.cache + page * s.page_stride;
-                uint8_t *dst = raw + (buf * kTok + tok) * G::raw;
-                if (V32) {
-                    const uint8_t *src = pg + pslot * 656;
-                    for (int c = part; c < G::copies; c += 4) cp_async16(dst + c * 16, src + c * 16);
-                } else {
-                    const uint8_t *src = pg + pslot * 576;
-                    for (int c = part; c < G::copies; c += 4) cp_async16(dst + c * 16, src + c * 16);
-                    if (part == 0)
-                        cp_async8(dst + 576, pg + static_cast<int64_t>(s.page_size) * 576 + pslot * 8);
+    auto plan_slot = [&](int tile, int32_t idx, int r) {
+        const int slot = tile * kTok + tid;
+        long long d = -1, sc = -1;
+        // Only -1 is invalid; an index outside the pool never reaches a load.
+        if (slot < used && idx >= 0 && idx < pool) {
+            const int64_t page = idx / s.page_size, pslot = idx % s.page_size;
+            d = page * s.page_stride + pslot * (V32 ? 656 : 576);
+            sc = page * s.page_stride + static_cast<int64_t>(s.page_size) * 576 + pslot * 8;
+        }
+        plan[(r * kTok + tid) * 2] = d;
+        plan[(r * kTok + tid) * 2 + 1] = sc;
+    };
+    // The copies of the tile planned in ring entry r (or none past the split) into stage buf:
+    // consecutive threads take consecutive 16-byte pieces of a record, so a warp reads 512
+    // contiguous bytes of at most two records.
+    auto issue = [&](bool any_tile, int r, int buf) {
+        if (any_tile) {
+            uint8_t *stage = raw + buf * kTok * G::raw;
+            constexpr int kItems = kTok * G::copies;
+#pragma unroll
+            for (int k = 0; k < (kItems + kThreads - 1) / kThreads; k++) {
+                const int j = tid + k * kThreads;
+                if (j < kItems) {
+                    const int t = j / G::copies, c = j % G::copies;
+                    const long long d = plan[(r * kTok + t) * 2];
+                    if (d >= 0) cp_async16(stage + t * G::raw + c * 16, s.cache + d + c * 16);
                 }
             }
-            next++;
-            next_idx = next < last ? index_of(next) : -1;
+            if (!V32 && tid < kTok) {
+                const long long sc = plan[(r * kTok + tid) * 2 + 1];
+                if (sc >= 0) cp_async8(stage + tid * G::raw + 576, s.cache + sc);
+            }
         }
         cp_async_commit();
     };
+    // Threads 0-63: the index of slot tid of the next tile to plan, loaded a tile ahead.
+    int32_t next_idx = -1;
+    if (tid < kTok) {
+        for (int k = 0; k < G::stages; k++)
+            if (first + k < last) plan_slot(first + k, index_of(first + k), k);
+        if (first + G::stages < last) next_idx = index_of(first + G::stages);
+    }
 
     float o[128];
 #pragma unroll
@@ -259,10 +278,10 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_partial_kernel(kargs a)
     const uint64_t dp = smem_desc(ps, kChunk, 128);
     const uint64_t dv = smem_desc(ks + wg * 32 * kChunk, 128, kChunk);  // dims 256 wg ..
 
-    issue(0);
-    if (G::stages == 2) issue(1);
+    __syncthreads();  // the first plans
+    for (int k = 0; k < G::stages; k++) issue(first + k < last, k, k);
     for (int tile = first; tile < last; tile++) {
-        const int buf = G::stages == 2 ? ((tile - first) & 1) : 0;
+        const int i = tile - first, buf = G::stages == 2 ? (i & 1) : 0;
         if (G::stages == 2) cp_async_wait<1>();
         else cp_async_wait<0>();
         // This tile (and Q) landed for every thread; every MMA of the last tile has completed
@@ -270,7 +289,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_partial_kernel(kargs a)
         __syncthreads();
         {
             const uint8_t *rec = raw + (buf * kTok + tok) * G::raw;
-            const int ok = vstage[buf * kTok + tok];
+            const int ok = plan[((i % 3) * kTok + tok) * 2] >= 0;
             if (part == 0) vcur[tok] = ok;
             any |= ok;
             uint8_t *kt = ks + (tok >> 3) * 128 + (tok & 7) * 16;
@@ -302,9 +321,14 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_partial_kernel(kargs a)
                 }
             }
         }
+        const bool ahead = tile + G::stages < last;
+        if (tid < kTok && ahead) {
+            plan_slot(tile + G::stages, next_idx, (i + G::stages) % 3);
+            next_idx = tile + G::stages + 1 < last ? index_of(tile + G::stages + 1) : -1;
+        }
         fence_async_shared();  // the generic-proxy stores (K, Q's zero rows), visible to wgmma
         __syncthreads();
-        issue(buf);  // this stage is free again; overlaps the MMAs below
+        issue(ahead, (i + G::stages) % 3, buf);  // this stage is free again; overlaps the MMAs
 
         // S = Q K^T for slots 32 wg .. 32 wg + 31.
         float sc[16];
