@@ -45,4 +45,5 @@ BF16="$(dirname "$0")/../policies/bf16-tensor-core.json"
 camp mla-mma-default 700000 60 --candidate cuda-mla-decode-mma --layout mla-v4 --policy "$BF16"
 camp mla-mma-prod 800000 40 --candidate cuda-mla-decode-mma --layout mla-v4 --policy "$BF16" --production
 camp mla-mma-v32-default 900000 40 --candidate cuda-mla-decode-mma --layout mla-v32 --policy "$BF16"
+camp mla-mma-v32-prod 1100000 40 --candidate cuda-mla-decode-mma --layout mla-v32 --policy "$BF16" --production
 camp mla-mma-sync-default 1000000 30 --candidate cuda-mla-decode-mma-sync --layout mla-v4 --policy "$BF16"
