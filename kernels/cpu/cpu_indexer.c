@@ -10,6 +10,10 @@
  * position's fp32 scale last (so relu(NaN) = 0 as in DeepGEMM). The cache is read at the byte
  * offsets of the c4-indexer layout, hard-coded here as a kernel has them, independently of the
  * harness's layout codec.
+ *
+ * In the sequential and heads-reversed orders a block's 64 positions are vector lanes
+ * (block_logits) over keys decoded transposed; per position the operations and their order are
+ * those of position_logit, so the logits are the same bits (bench_references --digest).
  */
 #include <math.h>
 #include <stdint.h>
@@ -95,6 +99,59 @@ static float position_logit(const float *q, const float *w, int heads, const flo
     return order == CPU_INDEXER_SCALE_FIRST ? sum : sum * scale;
 }
 
+/* GCC builds AVX2 and AVX-512 clones picked at load time (as the references do); without
+ * contraction (-ffp-contract=off) every clone computes the same bits. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define IDX_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define IDX_WIDE
+#endif
+
+/* A block's positions as vectors of IDX_LANES lanes (the compiler splits them into what the
+ * target has); every lane is its own float32 sum, in the scalar loop's order. */
+enum { IDX_LANES = 16, IDX_VECS = C4_BLOCK / IDX_LANES };
+typedef float idx_v __attribute__((vector_size(IDX_LANES * sizeof(float))));
+typedef int32_t idx_vi __attribute__((vector_size(IDX_LANES * sizeof(int32_t))));
+
+/* Logits of the 64 positions of one block for one request row, in the sequential or the
+ * heads-reversed order: kt is the block's decoded keys transposed ([C4_DIM][C4_BLOCK], zeros
+ * past the positions read), scale the positions' scales. Per lane the same operations as
+ * position_logit: a dim-ordered float32 dot, fmaxf(dot, 0) * w[h] summed in head order, times
+ * the scale last. fmaxf(x, 0) is written x >= 0 ? x : +0 (a NaN gives 0), which is what glibc's
+ * fmaxf returns, -0 included. */
+IDX_WIDE static void block_logits(const float *q, const float *w, int heads, int reversed,
+                                  const float *kt, const float *scale, float *out)
+{
+    idx_v sum[IDX_VECS];
+    memset(sum, 0, sizeof sum);
+    for (int i = 0; i < heads; i++) {
+        const int h = reversed ? heads - 1 - i : i;
+        const float *qh = q + (size_t)h * C4_DIM;
+        idx_v dot[IDX_VECS];
+        memset(dot, 0, sizeof dot);
+        for (int d = 0; d < C4_DIM; d++) {
+            const float qd = qh[d];
+            for (int v = 0; v < IDX_VECS; v++) {
+                idx_v x;
+                memcpy(&x, kt + (size_t)d * C4_BLOCK + (size_t)v * IDX_LANES, sizeof x);
+                dot[v] += qd * x;
+            }
+        }
+        const float wh = w[h];
+        for (int v = 0; v < IDX_VECS; v++) {
+            const idx_vi keep = dot[v] >= 0.0f;
+            const idx_v relu = (idx_v)((idx_vi)dot[v] & keep);
+            sum[v] += relu * wh;
+        }
+    }
+    for (int v = 0; v < IDX_VECS; v++) {
+        idx_v sc;
+        memcpy(&sc, scale + (size_t)v * IDX_LANES, sizeof sc);
+        const idx_v logit = sum[v] * sc;
+        memcpy(out + (size_t)v * IDX_LANES, &logit, sizeof logit);
+    }
+}
+
 static void mask_range(float *row, int t0, int t1, cpu_indexer_mask mask)
 {
     if (mask == CPU_MASK_SKIP) return;
@@ -113,7 +170,13 @@ int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *a
     float lut[256];
     for (int i = 0; i < 256; i++) lut[i] = attest_fp8_decode((uint8_t)i);
 
-    float *q = malloc(sizeof(float) * (q_row * (size_t)n + C4_DIM));
+    /* The sequential and heads-reversed orders run a block's positions as vector lanes
+     * (block_logits); the others keep the scalar loop of position_logit. */
+    const int vector_order =
+        f->order == CPU_INDEXER_SEQUENTIAL || f->order == CPU_INDEXER_HEADS_REVERSED;
+    float *q = malloc(sizeof(float) * (q_row * (size_t)n + C4_DIM +
+                                       (vector_order ? (size_t)C4_DIM * C4_BLOCK + 2 * C4_BLOCK
+                                                     : 0)));
     int32_t *extent = f->table_extent ? malloc(sizeof(int32_t) * (size_t)p->b) : NULL;
     if (!q || (f->table_extent && !extent)) {
         free(q);
@@ -121,6 +184,9 @@ int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *a
         return -1;
     }
     float *k = q + q_row * (size_t)n;
+    float *kt = vector_order ? k + C4_DIM : NULL;
+    float *scales = vector_order ? kt + (size_t)C4_DIM * C4_BLOCK : NULL;
+    float *block_out = vector_order ? scales + C4_BLOCK : NULL;
     int rc = 0;
     const int32_t *lens = a->context_lens;
     if (extent) {
@@ -151,7 +217,8 @@ int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *a
             if (phys < 0 || phys >= p->num_blocks) { rc = -1; break; }
             const uint8_t *base = a->cache + (size_t)phys * C4_BLOCK_BYTES;
 
-            for (int t = t0; t < req_len && t < t1; t++) {
+            const int t_end = req_len < t1 ? req_len : t1;
+            for (int t = t0; t < t_end; t++) {
                 const int s = t - t0;
                 const uint8_t *kb, *sb;
                 if (f->record_stride) {
@@ -161,14 +228,36 @@ int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *a
                     kb = base + (size_t)s * C4_DIM;
                     sb = base + C4_SCALES + 4 * (size_t)((s + f->scale_shift) % C4_BLOCK);
                 }
-                for (int d = 0; d < C4_DIM; d++) k[d] = lut[kb[d]];
                 const float scale = load_f32(sb);
+                if (vector_order) {
+                    for (int d = 0; d < C4_DIM; d++) kt[(size_t)d * C4_BLOCK + s] = lut[kb[d]];
+                    scales[s] = scale;
+                    continue;
+                }
+                for (int d = 0; d < C4_DIM; d++) k[d] = lut[kb[d]];
                 for (int j = 0; j < n; j++) {
                     const int row = req * n + j;
                     if (t >= cpu_indexer_row_len(p, lens, row, f->no_causal)) continue;
                     a->logits[(size_t)row * width + t] =
                         position_logit(q + (size_t)j * q_row, a->weights + (size_t)row * heads,
                                        heads, k, scale, f->order);
+                }
+            }
+            if (vector_order) {
+                /* Positions not read stay zero: lanes computed and never written out. */
+                for (int s = t_end - t0; s < C4_BLOCK; s++) {
+                    for (int d = 0; d < C4_DIM; d++) kt[(size_t)d * C4_BLOCK + s] = 0.0f;
+                    scales[s] = 0.0f;
+                }
+                for (int j = 0; j < n; j++) {
+                    const int row = req * n + j;
+                    const int len = cpu_indexer_row_len(p, lens, row, f->no_causal);
+                    if (len <= t0) continue;
+                    block_logits(q + (size_t)j * q_row, a->weights + (size_t)row * heads, heads,
+                                 f->order == CPU_INDEXER_HEADS_REVERSED, kt, scales, block_out);
+                    const int w_end = len < t_end ? len : t_end;
+                    memcpy(a->logits + (size_t)row * width + t0, block_out,
+                           sizeof(float) * (size_t)(w_end - t0));
                 }
             }
             for (int j = 0; j < n; j++) {

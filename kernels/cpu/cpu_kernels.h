@@ -58,6 +58,7 @@ typedef struct cpu_mla_faults {
 } cpu_mla_faults;
 
 #define CPU_MLA_TILE 64 /* top-k indices per split, as a split-KV kernel's block */
+#define CPU_MLA_LANES 16 /* slots per transposed key block of cpu-mla-decode's dot products */
 #define CPU_MLA_MAX_TILES 512 /* 8192 indices in 16-index splits over both scopes */
 
 /* Runs the indexer with the given faults. Returns 0, or nonzero when the arguments are not

@@ -10,6 +10,11 @@
  *
  * The cache layouts (mla-v4, mla-v32) are read at their byte offsets, hard-coded here as a kernel
  * has them, independently of the harness's layout codec.
+ *
+ * Speed without a second function: each q . k is one float32 sum in dim order, as a scalar loop
+ * takes it, but the keys are also kept transposed in blocks of CPU_MLA_LANES slots so that the
+ * vector lanes run across slots (block_dots); P*V is elementwise over dims. The outputs are the
+ * same bits as the scalar loops (bench_references --digest covers them).
  */
 #include <math.h>
 #include <stdint.h>
@@ -79,16 +84,24 @@ static float load_f32(const uint8_t *p)
     return v;
 }
 
+/* bf16 to float is exact: the bits shifted into the high half (attest_bf16_decode, inline). */
+static inline float bf16_value(uint16_t v)
+{
+    union { uint32_t u; float f; } x = {(uint32_t)v << 16};
+    return x.f;
+}
+
 static float load_bf16(const uint8_t *p)
 {
     uint16_t v;
     memcpy(&v, p, sizeof v);
-    return attest_bf16_decode(v);
+    return bf16_value(v);
 }
 
-/* Dequantizes physical token `idx` of a scope into k (k_dim floats), fp8 * scale in fp32. */
+/* Dequantizes physical token `idx` of a scope into k (k_dim floats), fp8 * scale in fp32, and
+ * into lane `lane` of its transposed key block kt ([k_dim][CPU_MLA_LANES]). */
 static void load_token(const mla_geom *g, const cpu_mla_faults *f, const mla_scope *sc,
-                       const float *lut, int32_t idx, float *k)
+                       const float *lut, int32_t idx, float *k, float *kt, int lane)
 {
     const int64_t page = idx / sc->page_size, slot = idx % sc->page_size;
     const int64_t stride = f->payload_stride ? (int64_t)sc->page_size * g->token_bytes
@@ -111,16 +124,25 @@ static void load_token(const mla_geom *g, const cpu_mla_faults *f, const mla_sco
         for (int i = 0; i < g->num_scales; i++)
             scales[i] = load_f32(data + V32_SCALE_OFF + 4 * (i + f->scale_shift));
     }
-    for (int d = 0; d < g->fp8_dim; d++) k[d] = lut[data[d]] * scales[d / g->scale_tile];
+    /* One scale per tile of scale_tile dims: no division per element. */
+    for (int t = 0, d = 0; t < g->num_scales; t++) {
+        const float sc_t = scales[t];
+        for (int e = 0; e < g->scale_tile; e++, d++) k[d] = lut[data[d]] * sc_t;
+    }
     if (f->bf16_pv)
-        for (int d = 0; d < g->fp8_dim; d++) k[d] = attest_bf16_decode(attest_bf16_encode(k[d]));
+        for (int d = 0; d < g->fp8_dim; d++)
+            k[d] = bf16_value(attest_bf16_encode_inline(k[d]));
     for (int d = 0; d < g->rope_dim; d++) k[g->fp8_dim + d] = load_bf16(rope + 2 * d);
+    for (int d = 0; d < g->k_dim; d++) kt[(size_t)d * CPU_MLA_LANES + lane] = k[d];
 }
 
-/* Scratch for one query: its keys, validity flags and per-tile partials. */
+/* Scratch for one query: its keys (row-major for P*V, transposed in blocks of CPU_MLA_LANES
+ * slots for the dot products), validity flags, per-slot dots and per-tile partials. */
 typedef struct mla_scratch {
     float *keys;     /* [slots, k_dim] */
+    float *kt;       /* [slots / CPU_MLA_LANES, k_dim, CPU_MLA_LANES] */
     uint8_t *valid;  /* [slots] */
+    float *dot;      /* [slots rounded up to CPU_MLA_LANES] */
     float *scores;   /* [tile] */
     float *part_out; /* [tiles, d_v] */
     float *part_lse; /* [tiles] */
@@ -138,56 +160,88 @@ static int load_scope(const mla_geom *g, const cpu_mla_faults *f, const mla_scop
         int32_t idx = sc->indices[i];
         uint8_t ok = i < sc->used && idx != -1;
         if (ok && (idx < 0 || idx >= pool_tokens)) return -1;
-        s->valid[first + i] = ok;
+        const int slot = first + i;
+        s->valid[slot] = ok;
+        float *kt = s->kt + (size_t)(slot / CPU_MLA_LANES) * g->k_dim * CPU_MLA_LANES;
         if (!ok && f->clamp_invalid) idx = 0; /* the classic "load index max(idx, 0)" */
-        else if (!ok) continue;
-        load_token(g, f, sc, lut, idx, s->keys + (size_t)(first + i) * g->k_dim);
+        else if (!ok) {
+            /* Not read as a key; zeros keep the block's unused lanes defined. */
+            for (int d = 0; d < g->k_dim; d++)
+                kt[(size_t)d * CPU_MLA_LANES + slot % CPU_MLA_LANES] = 0.0f;
+            continue;
+        }
+        load_token(g, f, sc, lut, idx, s->keys + (size_t)slot * g->k_dim, kt,
+                   slot % CPU_MLA_LANES);
     }
     return 0;
 }
 
-/* dot[j] = q . K_slot[j] for n <= 4 slots, each a float32 sum in dim order; four at a time
- * they are independent chains the CPU overlaps (one chain waits on every add). */
-static void dots(const float *q, const float *keys, int k_dim, const int *slot, int n, float *dot)
+/* GCC builds AVX2 and AVX-512 clones picked at load time (as the references do); without
+ * contraction (-ffp-contract=off) every clone computes the same bits. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define MLA_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MLA_WIDE
+#endif
+
+/* CPU_MLA_LANES floats as one GCC/clang vector: the compiler splits it into what the target has
+ * (four SSE registers, two AVX2 ones, one AVX-512 one); every lane is its own float32 sum. */
+typedef float lanes_v __attribute__((vector_size(CPU_MLA_LANES * sizeof(float))));
+
+/* A macro, not a function: a function returning a 64-byte vector has no fixed ABI. */
+#define LOAD_LANES(v, p) memcpy(&(v), (p), sizeof(lanes_v))
+
+/* dot[j] = q . K_slot[j] for the slots of `blocks` transposed key blocks: each slot's sum is
+ * one float32 accumulator in dim order, as a scalar loop takes it; the vector lanes run across
+ * slots, and two blocks at a time are independent chains. */
+MLA_WIDE static void block_dots(const float *q, const float *kt, int k_dim, int blocks, float *dot)
 {
-    if (n == 4) {
-        const float *k0 = keys + (size_t)slot[0] * k_dim, *k1 = keys + (size_t)slot[1] * k_dim;
-        const float *k2 = keys + (size_t)slot[2] * k_dim, *k3 = keys + (size_t)slot[3] * k_dim;
-        float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
+    const size_t bs = (size_t)k_dim * CPU_MLA_LANES;
+    int b = 0;
+    for (; b + 2 <= blocks; b += 2) {
+        const float *k0 = kt + (size_t)b * bs, *k1 = k0 + bs;
+        lanes_v a0 = {0}, a1 = {0};
         for (int d = 0; d < k_dim; d++) {
-            d0 += q[d] * k0[d];
-            d1 += q[d] * k1[d];
-            d2 += q[d] * k2[d];
-            d3 += q[d] * k3[d];
+            const float qd = q[d];
+            lanes_v x0, x1;
+            LOAD_LANES(x0, k0 + (size_t)d * CPU_MLA_LANES);
+            LOAD_LANES(x1, k1 + (size_t)d * CPU_MLA_LANES);
+            a0 += qd * x0;
+            a1 += qd * x1;
         }
-        dot[0] = d0, dot[1] = d1, dot[2] = d2, dot[3] = d3;
-        return;
+        memcpy(dot + (size_t)b * CPU_MLA_LANES, &a0, sizeof a0);
+        memcpy(dot + (size_t)(b + 1) * CPU_MLA_LANES, &a1, sizeof a1);
     }
-    for (int j = 0; j < n; j++) {
-        const float *k = keys + (size_t)slot[j] * k_dim;
-        float acc = 0.0f;
-        for (int d = 0; d < k_dim; d++) acc += q[d] * k[d];
-        dot[j] = acc;
+    for (; b < blocks; b++) {
+        const float *k0 = kt + (size_t)b * bs;
+        lanes_v a0 = {0};
+        for (int d = 0; d < k_dim; d++) {
+            lanes_v x0;
+            LOAD_LANES(x0, k0 + (size_t)d * CPU_MLA_LANES);
+            a0 += q[d] * x0;
+        }
+        memcpy(dot + (size_t)b * CPU_MLA_LANES, &a0, sizeof a0);
     }
 }
 
-/* Partial (out, lse) of one tile of slots [begin, end) for one head. */
+/* out[d] += p * v[d]: elementwise, the same bits at any vector width. */
+MLA_WIDE static void axpy(float *out, float p, const float *v, int n)
+{
+    for (int d = 0; d < n; d++) out[d] += p * v[d];
+}
+
+/* Partial (out, lse) of one tile of slots [begin, end) for one head; s->dot holds the head's
+ * dot products. */
 static void tile_partial(const mla_geom *g, const cpu_mla_faults *f, const mla_scratch *s,
                          int begin, int end, float sm_scale, int d_v, float *out, float *lse)
 {
     float m = -INFINITY;
     int n_valid = 0;
-    int pend[4], np = 0;
-    float dot[4];
     for (int i = begin; i < end; i++) {
         s->scores[i - begin] = -INFINITY;
-        if (s->valid[i]) pend[np++] = i;
-        if (np == 4 || (i == end - 1 && np > 0)) {
-            dots(s->q, s->keys, g->k_dim, pend, np, dot);
-            for (int j = 0; j < np; j++) s->scores[pend[j] - begin] = sm_scale * dot[j];
-            n_valid += np;
-            np = 0;
-        }
+        if (!s->valid[i]) continue;
+        s->scores[i - begin] = sm_scale * s->dot[i];
+        n_valid++;
     }
     for (int i = begin; i < end; i++) /* the running max in slot order, as one pass takes it */
         if (s->valid[i] && s->scores[i - begin] > m) m = s->scores[i - begin];
@@ -204,8 +258,8 @@ static void tile_partial(const mla_geom *g, const cpu_mla_faults *f, const mla_s
                                    : expf(s->scores[i - begin] - m);
         const float *v = s->keys + (size_t)i * g->k_dim;
         l += pr;
-        const float pv = f->bf16_pv ? attest_bf16_decode(attest_bf16_encode(pr)) : pr;
-        for (int d = 0; d < d_v; d++) out[d] += pv * v[d];
+        const float pv = f->bf16_pv ? bf16_value(attest_bf16_encode_inline(pr)) : pr;
+        axpy(out, pv, v, d_v);
     }
     for (int d = 0; d < d_v; d++) out[d] /= l;
     *lse = m + logf(l);
@@ -253,7 +307,8 @@ static int decode_query(const mla_geom *g, const cpu_mla_faults *f, const attest
             a->lse[qh] = INFINITY;
             continue;
         }
-        for (int d = 0; d < p->d_qk; d++) s->q[d] = attest_bf16_decode(a->q[qh * p->d_qk + d]);
+        for (int d = 0; d < p->d_qk; d++) s->q[d] = bf16_value(a->q[qh * p->d_qk + d]);
+        block_dots(s->q, s->kt, g->k_dim, (slots + CPU_MLA_LANES - 1) / CPU_MLA_LANES, s->dot);
         float m = -INFINITY;
         for (int t = 0; t < ntiles; t++) {
             tile_partial(g, f, s, tile_begin[t], tile_begin[t + 1], p->sm_scale, p->d_v,
@@ -275,7 +330,7 @@ static int decode_query(const mla_geom *g, const cpu_mla_faults *f, const attest
         const float lse = m + logf(denom);
         float factor = 1.0f / denom;
         if (p->has_sink && a->attn_sink) factor /= 1.0f + expf(a->attn_sink[h] - lse);
-        for (int d = 0; d < p->d_v; d++) out[d] = attest_bf16_encode(s->acc[d] * factor);
+        for (int d = 0; d < p->d_v; d++) out[d] = attest_bf16_encode_inline(s->acc[d] * factor);
         a->lse[qh] = lse;
     }
     return 0;
@@ -296,19 +351,27 @@ int cpu_mla_compute(const cpu_mla_faults *f, const attest_kernel_args *args)
     for (int i = 0; i < 256; i++) lut[i] = attest_fp8_decode((uint8_t)i);
 
     mla_scratch s;
-    s.keys = malloc(sizeof(float) * ((size_t)slots * g->k_dim + (size_t)tile +
-                                     (size_t)tiles * (p->d_v + 1) + p->d_qk + p->d_v));
+    const size_t padded = ((size_t)slots + CPU_MLA_LANES - 1) / CPU_MLA_LANES * CPU_MLA_LANES;
+    s.keys = malloc(sizeof(float) * ((size_t)slots * g->k_dim + padded * g->k_dim + padded +
+                                     (size_t)tile + (size_t)tiles * (p->d_v + 1) + p->d_qk +
+                                     p->d_v));
     s.valid = malloc((size_t)slots + 1);
     if (!s.keys || !s.valid) {
         free(s.keys);
         free(s.valid);
         return -1;
     }
-    s.scores = s.keys + (size_t)slots * g->k_dim;
+    s.kt = s.keys + (size_t)slots * g->k_dim;
+    s.dot = s.kt + padded * g->k_dim;
+    s.scores = s.dot + padded;
     s.part_out = s.scores + tile;
     s.part_lse = s.part_out + (size_t)tiles * p->d_v;
     s.q = s.part_lse + tiles;
     s.acc = s.q + p->d_qk;
+    /* The padding lanes past the last slot are never loaded: zeros keep them defined. */
+    for (size_t i = (size_t)slots; i < padded; i++)
+        for (int d = 0; d < g->k_dim; d++)
+            s.kt[(i / CPU_MLA_LANES * g->k_dim + d) * CPU_MLA_LANES + i % CPU_MLA_LANES] = 0.0f;
 
     int rc = 0;
     for (int b = 0; b < p->b && rc == 0; b++)
