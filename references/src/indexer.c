@@ -172,7 +172,8 @@ IDX_WIDE static void indexer_logit_block(const indexer_inputs *in, const double 
             const double wh = (double)w[h0 + g], aw = fabs((double)w[h0 + g]);
             for (int j = 0; j < IDX_BLOCK; j++) {
                 /* DeepGEMM's kernel: fmaxf(dot, 0), so a NaN dot contributes 0, not NaN. */
-                const double r = propagate ? relu_propagating(dot[g][j]) : fmax(dot[g][j], 0.0);
+                const double r = propagate ? relu_propagating(dot[g][j])
+                                         : ref_relu_to_zero(dot[g][j]);
                 acc[j] += wh * r;
                 mg[j] += aw * absdot[g][j];
             }

@@ -231,7 +231,7 @@ MLA_WIDE static void mla_head_bounds(const mla_inputs *in, const double *keys, c
         return;
     }
     double amax = isfinite(sink) ? fabs(sink) : 0.0;
-    for (int32_t k = 0; k < n; k++) amax = fmax(amax, fabs(scores[k]));
+    for (int32_t k = 0; k < n; k++) amax = ref_max_skip_nan(amax, fabs(scores[k]));
     const double sm = fabs((double)p->sm_scale);
     const double nterms = (double)n + 1.0;
     const double denom = sum + sink_w; /* out's normalizer, the sink included */
@@ -244,11 +244,11 @@ MLA_WIDE static void mla_head_bounds(const mla_inputs *in, const double *keys, c
     double rho_max = 0.0;
     for (int32_t k = 0; k < n; k++) {
         bo->rho[k] = weight_perturbation(mo, scores[k], da_c * sm * absdots[k], amax, nterms);
-        rho_max = fmax(rho_max, bo->rho[k]);
+        rho_max = ref_max_skip_nan(rho_max, bo->rho[k]);
     }
     const double rho_sink =
         sink_w > 0 ? weight_perturbation(mo, sink, 0.0, amax, nterms) : 0.0;
-    rho_max = fmax(rho_max, rho_sink);
+    rho_max = ref_max_skip_nan(rho_max, rho_sink);
     const double g_acc = gamma_n(nterms + 8.0, mo->u_accum);
     if (!(rho_max < 0.5)) {
         /* The weights mean nothing in this format: only |out| <= max |V| is left. */
@@ -293,12 +293,12 @@ MLA_WIDE static void mla_head_bounds(const mla_inputs *in, const double *keys, c
         const double w = e[k] / lse_denom;
         const double th = weight_exponent_error(ml, scores[k], dl_c * sm * absdots[k], amax, nterms);
         rho_avg += w * expm1(th);
-        theta_max = fmax(theta_max, th);
+        theta_max = ref_max_skip_nan(theta_max, th);
     }
     if (sink_in_lse && sink_w > 0) {
         const double th = weight_exponent_error(ml, sink, 0.0, amax, nterms);
         rho_avg += sink_w / lse_denom * expm1(th);
-        theta_max = fmax(theta_max, th);
+        theta_max = ref_max_skip_nan(theta_max, th);
     }
     const double g_lse = gamma_n(nterms + 8.0, ml->u_accum);
     const double shift = rho_avg + g_lse;
@@ -619,11 +619,15 @@ static attest_status mla_run(const attest_case *c, attest_ref_mode mode, double 
                     dst[(size_t)d * MLA_KEY_BLOCK] = k < (size_t)n ? src[d] : 0.0;
             }
             if (out_bound != NULL) {
-                for (int32_t d = 0; d < dv; d++) {
-                    double vmax = 0.0;
-                    for (int32_t k = 0; k < n; k++)
-                        vmax = fmax(vmax, fabs(s.keys[(size_t)k * (size_t)dqk + (size_t)d]));
-                    s.vmax[d] = vmax;
+                /* max over keys of |v[d]|, key by key along the rows (the order of a max does
+                 * not matter); a NaN is skipped, as fmax skips it. */
+                for (int32_t d = 0; d < dv; d++) s.vmax[d] = 0.0;
+                for (int32_t k = 0; k < n; k++) {
+                    const double *row = s.keys + (size_t)k * (size_t)dqk;
+                    for (int32_t d = 0; d < dv; d++) {
+                        const double a = fabs(row[d]);
+                        s.vmax[d] = ref_max_skip_nan(s.vmax[d], a);
+                    }
                 }
             }
             const size_t qi0 = ((size_t)b * (size_t)p->s_q + (size_t)sq) * (size_t)p->h_q;

@@ -23,4 +23,13 @@ attest_status attest_ref_tensor_(const attest_case *c, const char *name, attest_
  * sizes derived from parameters can be trusted for indexing. */
 attest_status attest_ref_count_(size_t *out, const char *what, int n, ...) ATTEST_MUST_CHECK;
 
+/* fmax(m, y) for a running maximum m that is never NaN: a NaN y is skipped, a tie keeps m (glibc's
+ * fmax returns its first argument on a tie, -0 and +0 included). Inline and branch-free, where
+ * fmax is a library call per element. */
+static inline double ref_max_skip_nan(double m, double y) { return y > m ? y : m; }
+
+/* fmax(x, 0.0), exactly: x when x >= 0 (-0 kept, as glibc's fmax keeps its first argument on a
+ * tie), else 0 (a NaN gives 0, DeepGEMM's fmaxf). */
+static inline double ref_relu_to_zero(double x) { return x >= 0.0 ? x : 0.0; }
+
 #endif /* ATTEST_REF_INTERNAL_H */
