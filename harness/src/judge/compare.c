@@ -127,18 +127,25 @@ static double code_distance(double r, uint32_t cbits, attest_dtype dtype)
     return (double)(d < 0 ? -d : d);
 }
 
-/* One step (unit in the last place) of dtype at magnitude x >= 0, subnormal steps included. */
+/* One step (unit in the last place) of dtype at magnitude x >= 0, subnormal steps included:
+ * 2^(max(floor(log2 x), -126) - mant), from the double's exponent bits (frexp and ldexp were a
+ * library call each per element). A double subnormal lies far below 2^-126; every result is a
+ * normal double, 2^-149 to 2^1016. */
 static double dtype_step(attest_dtype dtype, double x)
 {
     const int mant = dtype == ATTEST_DTYPE_BF16 ? 7 : 23;
     const int min_exp = -126; /* both share float32's exponent range */
     int e = min_exp;
     if (x > 0 && isfinite(x)) {
-        int fe;
-        (void)frexp(x, &fe);
-        e = fe - 1 > min_exp ? fe - 1 : min_exp;
+        uint64_t bits;
+        memcpy(&bits, &x, sizeof bits);
+        const int biased = (int)((bits >> 52) & 0x7FFu);
+        if (biased != 0 && biased - 1023 > min_exp) e = biased - 1023;
     }
-    return ldexp(1.0, e - mant);
+    const uint64_t step = (uint64_t)(e - mant + 1023) << 52;
+    double out;
+    memcpy(&out, &step, sizeof out);
+    return out;
 }
 
 double attest_element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r, double b)
