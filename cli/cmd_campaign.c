@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attest/files.h"
 #include "attest/registry.h"
@@ -18,6 +19,9 @@
 #define DEFAULT_OUT "attest-campaign.h5"
 
 #define MAX_JOBS 16
+/* --jobs left out: one worker process per online core for host candidates, at most this many
+ * (each holds a runner, an arena and an isolated candidate process). */
+#define MAX_DEFAULT_WORKERS 16
 
 static void usage(FILE *f)
 {
@@ -36,7 +40,9 @@ static void usage(FILE *f)
             "  --kernel K        only the jobs of kernel K (indexer or mla-decode)\n"
             "  --cases N         cases per candidate\n"
             "  --seed S          campaign seed (default 1)\n"
-            "  --jobs N          judge the cases in N worker processes (same results, same order)\n"
+            "  --jobs N          judge the cases in N worker processes (same results, same order;\n"
+            "                    default: one per online core, at most %d, when every candidate\n"
+            "                    runs on the host; 1 with a device candidate)\n"
             "  --junit FILE      also write a JUnit XML report (one testcase per case)\n"
             "  --json FILE       also write the summary as JSON\n"
             "  --force           replace an earlier results file at --out (nothing else)\n"
@@ -45,7 +51,7 @@ static void usage(FILE *f)
             "                    defaults for --cases and --out; not with --jobs, --junit, --json\n"
             "generator bounds (applied to every job; --layout to mla-decode jobs only):\n"
             ATTEST_CLI_GEN_USAGE,
-            DEFAULT_CASES_PER_KERNEL, DEFAULT_OUT, MAX_JOBS);
+            DEFAULT_CASES_PER_KERNEL, DEFAULT_OUT, MAX_JOBS, MAX_DEFAULT_WORKERS);
 }
 
 /* campaign --baseline: the pair job of attest run --baseline, under the campaign's defaults
@@ -103,7 +109,7 @@ int attest_cmd_campaign(int argc, char **argv)
     attest_cli_gen_bounds bounds;
     memset(&bounds, 0, sizeof bounds);
     int quiet = 0, force = 0;
-    int32_t workers = 1;
+    int32_t workers = 0; /* 0: --jobs not given */
     optind = 1;
     opterr = 0;
     int ch;
@@ -176,6 +182,17 @@ int attest_cmd_campaign(int argc, char **argv)
         job->cases = cases;
         job->seed = seed;
         num_jobs++;
+    }
+    if (workers == 0) {
+        /* Sharding gives the same records in the same order as one process (engine_jobs.c),
+         * so the default can use the cores. Device candidates keep one process: several
+         * would share one GPU's memory and contexts unasked. */
+        int host = 1;
+        for (size_t j = 0; j < num_jobs; j++)
+            host &= jobs[j].candidate->domain == ATTEST_DOMAIN_HOST;
+        const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        workers = !host || cores < 1 ? 1 : cores > MAX_DEFAULT_WORKERS ? MAX_DEFAULT_WORKERS
+                                                                       : (int32_t)cores;
     }
     attest_engine_options opt = attest_engine_defaults();
     opt.out_path = out;
