@@ -124,6 +124,34 @@ static void cuda_indexer_paged_mma_passes(void **state)
     expect_all_ok("cuda-indexer-paged", 1, mtp, 29, 100, "next_n up to 4");
 }
 
+/* cuda-indexer-paged-fp8 multiplies fp8 by fp8 on Hopper's tensor cores (about 14 bits kept in
+ * the accumulator), so it is judged under policies/bf16-tensor-core.json: default bounds with
+ * and without the graph check, 128 heads with MTP, production shapes. */
+static void cuda_indexer_paged_fp8_passes(void **state)
+{
+    (void)state;
+    const char *src = getenv("ATTEST_SOURCE_DIR");
+    if (!src) fail_msg("ATTEST_SOURCE_DIR is not set: the bf16 policy is read from the source tree");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/policies/bf16-tensor-core.json", src);
+    attest_policy *bf16 = NULL, *saved = policy;
+    assert_ok(attest_policy_load(path, &bf16));
+    policy = bf16;
+    attest_gen_options g = attest_gen_defaults(ATTEST_KERNEL_INDEXER);
+    expect_all_ok("cuda-indexer-paged-fp8", 0, g, 91, 400, "default bounds");
+    expect_all_ok("cuda-indexer-paged-fp8", 1, g, 92, 200, "default bounds");
+    attest_gen_options wide = g;
+    wide.max_heads = 128;
+    wide.max_len = 3000;
+    expect_all_ok("cuda-indexer-paged-fp8", 1, wide, 93, 150, "heads up to 128, next_n up to 2");
+    attest_gen_options prod = g;
+    prod.production_shape = 1;
+    prod.max_len = 4096;
+    expect_all_ok("cuda-indexer-paged-fp8", 0, prod, 94, 60, "production H=64, lengths up to 4096");
+    policy = saved;
+    attest_policy_free(bf16);
+}
+
 /* The wrong-stride variant is a MISMATCH; the capture-lengths variant passes eagerly and is a
  * GRAPH_MISMATCH under the graph check. */
 static void paged_mutants_are_caught(void **state)
@@ -304,6 +332,7 @@ int main(void)
         cmocka_unit_test(illegal_address_is_a_crash_and_the_run_goes_on),
         cmocka_unit_test(cuda_indexer_paged_passes),
         cmocka_unit_test(cuda_indexer_paged_mma_passes),
+        cmocka_unit_test(cuda_indexer_paged_fp8_passes),
         cmocka_unit_test(paged_mutants_are_caught),
         cmocka_unit_test(cuda_mla_decode_passes),
         cmocka_unit_test(mla_mutants_are_caught),

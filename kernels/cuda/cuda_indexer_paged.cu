@@ -364,6 +364,9 @@ int paged_indexer_run(paged_variant variant, const attest_kernel_args *args, flo
     case paged_variant::mma:
         if (paged_stream_supports(args)) return paged_stream_run(args);
         return launch<paged_variant::correct>(k, pages, p.b);
+    case paged_variant::fp8:
+        if (paged_fp8_supports(args)) return paged_fp8_run(args);
+        return paged_indexer_run(paged_variant::correct, args, workspace);
     case paged_variant::records132: return launch<paged_variant::records132>(k, pages, p.b);
     case paged_variant::race: return launch<paged_variant::race>(k, pages, p.b);
     case paged_variant::uninit: {

@@ -63,14 +63,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1) stream_kernel(stream_args a
     __shared__ page_cursor start;
 
     const bool vec = a.max_len % 4 == 0;
-    const long long threads = static_cast<long long>(gridDim.x) * blockDim.x;
     find_share(a, vec, &share, &start, &dead_total);
     const long long count = share;
     // -inf stores per page so that they end with the pages (the rest after the loop).
-    const long long per_thread = (dead_total + threads - 1) / threads;
-    const int dead_per_page = static_cast<int>(count > 0 ? (per_thread + count - 1) / count : 0);
-    dead_cursor dead = {-1, 0, static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x, 0, 0};
-    dead_settle(a, vec, dead);
+    dead_cursor dead = dead_begin(a, vec, dead_total);
+    const int dead_per_page = static_cast<int>(count > 0 ? (dead.left + count - 1) / count : 0);
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int group = lane >> 2, quad = lane & 3;
@@ -78,10 +75,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1) stream_kernel(stream_args a
     const int slot = combo / a.groups, hg = combo % a.groups;
 
     page_cursor fetch = start, cur = start;
+    fetch_load_entry(a, fetch);
     for (int s = 0; s < kStages - 1; s++) {
         if (s < count) {
             prefetch_page<0>(a, fetch, stages[s]);
-            cursor_advance(a, fetch);
+            fetch_advance(a, fetch);
         }
         cp_async_commit();
     }
@@ -97,10 +95,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1) stream_kernel(stream_args a
         __syncthreads();  // this page landed for every thread; the oldest buffer is free again
         if (it + kStages - 1 < count) {
             prefetch_page<0>(a, fetch, stages[(it + kStages - 1) % kStages]);
-            cursor_advance(a, fetch);
+            fetch_advance(a, fetch);
         }
         cp_async_commit();
-        for (int k = 0; k < dead_per_page; k++) dead_store(a, vec, threads, dead);
+        for (int k = 0; k < dead_per_page; k++) dead_store(a, vec, dead);
 
         const int row = cur.request * a.next_n + slot;
         if (cur.request != q_request) {
@@ -187,7 +185,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1) stream_kernel(stream_args a
         }
         cursor_advance(a, cur);
     }
-    while (dead.request < a.requests) dead_store(a, vec, threads, dead);
+    while (dead.left > 0) dead_store(a, vec, dead);
 }
 
 

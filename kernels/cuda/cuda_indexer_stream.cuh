@@ -69,6 +69,7 @@ __device__ __forceinline__ int live_pages(const stream_args &a, int r)
 // An iterator over the live (request, page) pairs in request order.
 struct page_cursor {
     int request, page, pages;  // pages: live pages of `request`
+    int32_t entry;             // the page's block-table entry (the fetch cursor's only)
 };
 
 __device__ __forceinline__ void cursor_advance(const stream_args &a, page_cursor &c)
@@ -81,6 +82,19 @@ __device__ __forceinline__ void cursor_advance(const stream_args &a, page_cursor
     } while (c.pages == 0);
 }
 
+// The fetch cursor's entry is loaded when it moves, an iteration before the copy that needs
+// it: a block-table load right before the copies stalled every page on its latency.
+__device__ __forceinline__ void fetch_load_entry(const stream_args &a, page_cursor &c)
+{
+    c.entry = c.request < a.requests ? a.block_table[static_cast<size_t>(c.request) * a.blocks_per_req + c.page] : 0;
+}
+
+__device__ __forceinline__ void fetch_advance(const stream_args &a, page_cursor &c)
+{
+    cursor_advance(a, c);
+    fetch_load_entry(a, c);
+}
+
 // Queues the copy of the cursor's page into a stage buffer: 16-byte chunk i of the block goes
 // to 16 * (i + min(i / 8, 64)), i.e. fp8 rows padded to kRowBytes, then the 64 scales.
 // THREADS: the block size when it is known at compile time (the loop unrolls), else 0.
@@ -88,8 +102,7 @@ template <int THREADS>
 __device__ __forceinline__ void prefetch_page(const stream_args &a, const page_cursor &c,
                                               uint8_t *stage)
 {
-    const int32_t entry = a.block_table[static_cast<size_t>(c.request) * a.blocks_per_req + c.page];
-    const uint8_t *block = a.cache + static_cast<size_t>(entry) * kBlockBytes;
+    const uint8_t *block = a.cache + static_cast<size_t>(c.entry) * kBlockBytes;
     const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(stage));
     constexpr int kChunks = kBlockBytes / 16;
     if (THREADS > 0) {
@@ -163,14 +176,18 @@ __device__ inline void find_share(const stream_args &a, bool vec, long long *cou
     }
 }
 
-// This thread's walk over the -inf units past every request's live pages, row by row: unit
-// gt of the grid, then every `threads`-th (no division: a walk forward). The stores are spread
-// over the page loop, so they use the memory bandwidth the MMAs leave idle.
+// This thread's walk over the -inf units past every request's live pages, row by row. The
+// units are cut into one contiguous share per warp, and lane l of a warp stores units l,
+// l + 32, ... of its share: each store is a coalesced 512-byte warp store, and the walk costs
+// a compare and an add per store (a cursor that jumped by the grid's thread count crossed a
+// row every few stores and recomputed its address at each one). The kernels call it a few
+// times per page, so the stores use the memory bandwidth the MMAs leave idle.
 struct dead_cursor {
     int request, row;   // row of the request's next_n
     long long unit;     // within the row's dead part
     long long per_row;  // dead units of each row of `request`
-    int begin;          // first dead position of `request`
+    long long left;     // stores left to this lane
+    float *out;         // the row's first dead position
 };
 
 __device__ __forceinline__ void dead_settle(const stream_args &a, bool vec, dead_cursor &d)
@@ -179,23 +196,39 @@ __device__ __forceinline__ void dead_settle(const stream_args &a, bool vec, dead
         d.unit -= d.per_row;
         if (++d.row < a.next_n && d.per_row > 0) continue;
         d.row = 0;
-        if (++d.request >= a.requests) return;
-        d.begin = live_pages(a, d.request) * kPage;
-        d.per_row = d.begin >= a.max_len ? 0 : vec ? (a.max_len - d.begin) / 4 : a.max_len - d.begin;
+        if (++d.request >= a.requests) break;
+        const int begin = live_pages(a, d.request) * kPage;
+        d.per_row = begin >= a.max_len ? 0 : vec ? (a.max_len - begin) / 4 : a.max_len - begin;
+    }
+    if (d.request < a.requests) {
+        const int begin = live_pages(a, d.request) * kPage;
+        d.out = a.logits + (static_cast<size_t>(d.request) * a.next_n + d.row) * a.max_len + begin;
     }
 }
 
-__device__ __forceinline__ void dead_store(const stream_args &a, bool vec, long long threads,
-                                           dead_cursor &d)
+// The cursor of this thread: its warp's share of the `total` units of the grid.
+__device__ __forceinline__ dead_cursor dead_begin(const stream_args &a, bool vec, long long total)
 {
-    if (d.request >= a.requests) return;
-    float *out = a.logits + (static_cast<size_t>(d.request) * a.next_n + d.row) * a.max_len + d.begin;
+    const long long warps = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
+    const long long warp = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    const long long first = total * warp / warps, end = total * (warp + 1) / warps;
+    dead_cursor d = {-1, 0, first + lane, 0, 0, a.logits};
+    d.left = end - first > lane ? (end - first - lane + 31) / 32 : 0;
+    if (d.left > 0) dead_settle(a, vec, d);
+    return d;
+}
+
+__device__ __forceinline__ void dead_store(const stream_args &a, bool vec, dead_cursor &d)
+{
+    if (d.left <= 0) return;
     if (vec)
-        reinterpret_cast<float4 *>(out)[d.unit] = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+        reinterpret_cast<float4 *>(d.out)[d.unit] = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
     else
-        out[d.unit] = -INFINITY;
-    d.unit += threads;
-    dead_settle(a, vec, d);
+        d.out[d.unit] = -INFINITY;
+    d.left--;
+    d.unit += 32;
+    if (d.unit >= d.per_row && d.left > 0) dead_settle(a, vec, d);
 }
 
 inline stream_args make_args(const attest_kernel_args *args, int groups_of)
@@ -220,29 +253,42 @@ inline stream_args make_args(const attest_kernel_args *args, int groups_of)
 
 // The grid: as many blocks as are resident at once, never more than pages of the maximum
 // context. Host queries only (device attributes, occupancy), so a launch sized by it can be
-// captured; their answers are kept (per kernel and block size: one device per process), so
-// a launch does not wait on them. 0 when a query fails.
+// captured; their answers are kept per (kernel, block size, shared memory) (one device per
+// process; every kernel of one signature shares this function's instance, so the kernel is
+// part of the key), so a launch does not wait on them. 0 when a query fails.
 template <typename Kernel>
 long long grid_blocks(Kernel kernel, int threads, size_t smem, const attest_indexer_params &p)
 {
+    struct occupancy {
+        const void *kernel;
+        int threads;
+        size_t smem;
+        int per_sm;
+    };
     static int sms;
-    static int per_sm[33];  // by warps per block
-    const int warps = threads / 32;
-    if (warps < 1 || warps > 32) return 0;
+    static occupancy known[32];
+    static int known_count;
+    if (threads < 32 || threads > 1024) return 0;
     if (sms == 0) {
         int device = 0;
         if (cudaGetDevice(&device) != cudaSuccess ||
             cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
             return sms = 0;
     }
-    if (per_sm[warps] == 0) {
+    const void *key = reinterpret_cast<const void *>(kernel);
+    int per_sm = 0;
+    for (int i = 0; i < known_count && per_sm == 0; i++)
+        if (known[i].kernel == key && known[i].threads == threads && known[i].smem == smem)
+            per_sm = known[i].per_sm;
+    if (per_sm == 0) {
         int n = 0;
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem) != cudaSuccess)
             return 0;
-        per_sm[warps] = n > 0 ? n : 1;
+        per_sm = n > 0 ? n : 1;
+        if (known_count < 32) known[known_count++] = {key, threads, smem, per_sm};
     }
     const long long pages = static_cast<long long>(p.b) * ((p.max_len + kPage - 1) / kPage);
-    const long long blocks = static_cast<long long>(sms) * per_sm[warps];
+    const long long blocks = static_cast<long long>(sms) * per_sm;
     return blocks < pages ? blocks : pages;
 }
 

@@ -63,6 +63,23 @@ attest_candidate make_paged_mma()
 
 const attest_candidate paged_mma = make_paged_mma();
 
+int run_fp8(void *, const attest_kernel_args *args)
+{
+    return paged_indexer_run(paged_variant::fp8, args, nullptr);
+}
+
+attest_candidate make_paged_fp8()
+{
+    attest_candidate c = make_paged();
+    c.name = "cuda-indexer-paged-fp8";
+    c.description = "cuda-indexer-paged with fp8 x fp8 wgmma on sm_90 (Hopper's fp8 MMA "
+                    "accumulator: judge with policies/bf16-tensor-core.json)";
+    c.run = run_fp8;
+    return c;
+}
+
+const attest_candidate paged_fp8 = make_paged_fp8();
+
 #ifdef ATTEST_WITH_MUTANTS
 int run_records132(void *, const attest_kernel_args *args)
 {
@@ -190,9 +207,9 @@ attest_candidate make_capture_lengths()
 }
 const attest_candidate capture_lengths = make_capture_lengths();
 
-const attest_candidate *const list[] = {&paged, &paged_mma, &records132, &race, &uninit, &capture_lengths};
+const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8, &records132, &race, &uninit, &capture_lengths};
 #else
-const attest_candidate *const list[] = {&paged, &paged_mma};
+const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8};
 #endif
 
 }  // namespace

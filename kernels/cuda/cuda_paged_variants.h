@@ -8,6 +8,7 @@
 enum class paged_variant {
     correct,         // cuda-indexer-paged: streaming (wgmma for > 64 heads on sm_90), else per-page
     mma,             // cuda-indexer-paged-mma: the mma.sync streaming kernel, else per-page
+    fp8,             // cuda-indexer-paged-fp8: fp8 x fp8 wgmma on sm_90, else as `correct`
     records132,      // wrong stride: the block read as 64 records of 132 bytes
     race,            // a missing barrier between storing the page and reading it
     uninit,          // staged through a workspace it reads where it never wrote
@@ -33,5 +34,11 @@ int paged_stream_supports(const attest_kernel_args *args);
 int paged_stream_run(const attest_kernel_args *args);
 int paged_wgmma_supports(const attest_kernel_args *args);
 int paged_wgmma_run(const attest_kernel_args *args);
+
+// The fp8 x fp8 wgmma streaming kernel (sm90a/cuda_indexer_fp8.cu): Hopper's fp8 MMA
+// accumulator, so judged under policies/bf16-tensor-core.json. Same shapes and device check
+// as the wgmma kernel.
+int paged_fp8_supports(const attest_kernel_args *args);
+int paged_fp8_run(const attest_kernel_args *args);
 
 #endif

@@ -109,23 +109,21 @@ __global__ void __launch_bounds__(128) wgmma_kernel(stream_args a)
     __shared__ page_cursor start;
 
     const bool vec = a.max_len % 4 == 0;
-    const long long threads = static_cast<long long>(gridDim.x) * blockDim.x;
     find_share(a, vec, &share, &start, &dead_total);
     const long long count = share;
-    const long long per_thread = (dead_total + threads - 1) / threads;
-    const int dead_per_page = static_cast<int>(count > 0 ? (per_thread + count - 1) / count : 0);
-    dead_cursor dead = {-1, 0, static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x, 0, 0};
-    dead_settle(a, vec, dead);
+    dead_cursor dead = dead_begin(a, vec, dead_total);
+    const int dead_per_page = static_cast<int>(count > 0 ? (dead.left + count - 1) / count : 0);
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int group = lane >> 2, quad = lane & 3;
     const int pos_lo = warp * 16 + group, pos_hi = pos_lo + 8;
 
     page_cursor fetch = start, cur = start;
+    fetch_load_entry(a, fetch);
     for (int s = 0; s < kStages - 1; s++) {
         if (s < count) {
             prefetch_page<128>(a, fetch, stages + s * kStageBytes);
-            cursor_advance(a, fetch);
+            fetch_advance(a, fetch);
         }
         cp_async_commit();
     }
@@ -145,10 +143,10 @@ __global__ void __launch_bounds__(128) wgmma_kernel(stream_args a)
         __syncthreads();  // this page landed for every thread; the oldest buffer is free again
         if (it + kStages - 1 < count) {
             prefetch_page<128>(a, fetch, stages + ((it + kStages - 1) % kStages) * kStageBytes);
-            cursor_advance(a, fetch);
+            fetch_advance(a, fetch);
         }
         cp_async_commit();
-        for (int k = 0; k < dead_per_page; k++) dead_store(a, vec, threads, dead);
+        for (int k = 0; k < dead_per_page; k++) dead_store(a, vec, dead);
 
         if (cur.request != b_request) {
             // Every wgmma of the previous page has completed (waited below) and every thread
@@ -222,7 +220,7 @@ __global__ void __launch_bounds__(128) wgmma_kernel(stream_args a)
         }
         cursor_advance(a, cur);
     }
-    while (dead.request < a.requests) dead_store(a, vec, threads, dead);
+    while (dead.left > 0) dead_store(a, vec, dead);
 }
 
 template <int TILES>
