@@ -47,3 +47,6 @@ camp mla-mma-prod 800000 40 --candidate cuda-mla-decode-mma --layout mla-v4 --po
 camp mla-mma-v32-default 900000 40 --candidate cuda-mla-decode-mma --layout mla-v32 --policy "$BF16"
 camp mla-mma-v32-prod 1100000 40 --candidate cuda-mla-decode-mma --layout mla-v32 --policy "$BF16" --production
 camp mla-mma-sync-default 1000000 30 --candidate cuda-mla-decode-mma-sync --layout mla-v4 --policy "$BF16"
+# The fp8 x fp8 indexer accumulates in Hopper's fp8 MMA format (docs/gpu.md).
+camp fp8-default 1200000 30 --candidate cuda-indexer-paged-fp8 --policy "$BF16"
+camp fp8-prod 1300000 35 --candidate cuda-indexer-paged-fp8 --policy "$BF16" --production
