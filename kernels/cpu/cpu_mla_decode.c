@@ -163,13 +163,10 @@ static int load_scope(const mla_geom *g, const cpu_mla_faults *f, const mla_scop
         const int slot = first + i;
         s->valid[slot] = ok;
         float *kt = s->kt + (size_t)(slot / CPU_MLA_LANES) * g->k_dim * CPU_MLA_LANES;
+        /* A slot not loaded keeps in its lane what an earlier query left there (take_scratch):
+         * defined floats whose dot product is never used. */
         if (!ok && f->clamp_invalid) idx = 0; /* the classic "load index max(idx, 0)" */
-        else if (!ok) {
-            /* Not read as a key; zeros keep the block's unused lanes defined. */
-            for (int d = 0; d < g->k_dim; d++)
-                kt[(size_t)d * CPU_MLA_LANES + slot % CPU_MLA_LANES] = 0.0f;
-            continue;
-        }
+        else if (!ok) continue;
         load_token(g, f, sc, lut, idx, s->keys + (size_t)slot * g->k_dim, kt,
                    slot % CPU_MLA_LANES);
     }
@@ -336,6 +333,30 @@ static int decode_query(const mla_geom *g, const cpu_mla_faults *f, const attest
     return 0;
 }
 
+/* The scratch, kept per thread up to MLA_SCRATCH_KEEP bytes: a fresh block per run cost page
+ * faults and clearing in every call. It is zeroed when it grows, so every lane of a key block
+ * holds a defined float whatever slots a query loads. *owned is set (to free) for a block past
+ * the cap, which is taken zeroed each time. */
+#define MLA_SCRATCH_KEEP ((size_t)64 << 20)
+static _Thread_local struct {
+    float *block;
+    size_t cap; /* floats */
+} scratch_cache;
+
+static float *take_scratch(size_t floats, float **owned)
+{
+    *owned = NULL;
+    if (floats > MLA_SCRATCH_KEEP / sizeof(float)) return *owned = calloc(floats, sizeof(float));
+    if (floats > scratch_cache.cap) {
+        float *grown = calloc(floats, sizeof(float));
+        if (!grown) return NULL;
+        free(scratch_cache.block);
+        scratch_cache.block = grown;
+        scratch_cache.cap = floats;
+    }
+    return scratch_cache.block;
+}
+
 int cpu_mla_compute(const cpu_mla_faults *f, const attest_kernel_args *args)
 {
     const attest_mla_args *a = &args->u.mla;
@@ -352,12 +373,13 @@ int cpu_mla_compute(const cpu_mla_faults *f, const attest_kernel_args *args)
 
     mla_scratch s;
     const size_t padded = ((size_t)slots + CPU_MLA_LANES - 1) / CPU_MLA_LANES * CPU_MLA_LANES;
-    s.keys = malloc(sizeof(float) * ((size_t)slots * g->k_dim + padded * g->k_dim + padded +
-                                     (size_t)tile + (size_t)tiles * (p->d_v + 1) + p->d_qk +
-                                     p->d_v));
+    float *owned = NULL;
+    s.keys = take_scratch((size_t)slots * g->k_dim + padded * g->k_dim + padded + (size_t)tile +
+                              (size_t)tiles * (p->d_v + 1) + p->d_qk + p->d_v,
+                          &owned);
     s.valid = malloc((size_t)slots + 1);
     if (!s.keys || !s.valid) {
-        free(s.keys);
+        free(owned);
         free(s.valid);
         return -1;
     }
@@ -368,15 +390,11 @@ int cpu_mla_compute(const cpu_mla_faults *f, const attest_kernel_args *args)
     s.part_lse = s.part_out + (size_t)tiles * p->d_v;
     s.q = s.part_lse + tiles;
     s.acc = s.q + p->d_qk;
-    /* The padding lanes past the last slot are never loaded: zeros keep them defined. */
-    for (size_t i = (size_t)slots; i < padded; i++)
-        for (int d = 0; d < g->k_dim; d++)
-            s.kt[(i / CPU_MLA_LANES * g->k_dim + d) * CPU_MLA_LANES + i % CPU_MLA_LANES] = 0.0f;
 
     int rc = 0;
     for (int b = 0; b < p->b && rc == 0; b++)
         for (int sq = 0; sq < p->s_q && rc == 0; sq++) rc = decode_query(g, f, a, lut, &s, b, sq);
-    free(s.keys);
+    free(owned);
     free(s.valid);
     return rc;
 }
