@@ -368,6 +368,33 @@ static void encode_fp8_run(const float *x, uint8_t *dst, uint32_t n, float by, i
         dst[j] = attest_fp8_encode_inline(multiply ? x[j] * by : x[j] / by, overflow);
 }
 
+/* max |x| over a scale tile; a NaN sticks, as torch's max propagates it (the last NaN's bits,
+ * as the scalar loop below leaves them). For x >= 0 float order is the unsigned order of the
+ * bits, inf and NaN included, so the max is an integer max the compiler vectorizes (this loop
+ * was the branchiest of case generation); a NaN shows as bits above inf and takes the scalar
+ * loop, which decides which NaN. */
+static float tile_amax(const float *tile, uint32_t n)
+{
+    uint32_t top = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t u;
+        memcpy(&u, &tile[j], sizeof u);
+        u &= 0x7FFFFFFFu;
+        top = u > top ? u : top;
+    }
+    if (top <= 0x7F800000u) {
+        float amax;
+        memcpy(&amax, &top, sizeof amax);
+        return amax;
+    }
+    float amax = 0.0f;
+    for (uint32_t j = 0; j < n; j++) {
+        float a = fabsf(tile[j]);
+        if (a > amax || isnan(a)) amax = a;
+    }
+    return amax;
+}
+
 /* Quantizes one token; layout, policy and t are already checked. */
 static void encode_token(const attest_layout *l, uint8_t *page, uint32_t t, const float *values,
                          const attest_scale_policy *policy)
@@ -376,11 +403,7 @@ static void encode_token(const attest_layout *l, uint8_t *page, uint32_t t, cons
     token_offsets(l, t, &o);
     for (uint32_t i = 0; i < l->num_scales; i++) {
         const float *tile = values + (size_t)i * l->scale_tile;
-        float amax = 0.0f;
-        for (uint32_t j = 0; j < l->scale_tile; j++) {
-            float a = fabsf(tile[j]);
-            if (a > amax || isnan(a)) amax = a; /* a NaN sticks, as torch's max propagates it */
-        }
+        const float amax = tile_amax(tile, l->scale_tile);
         float scale;
         if (policy->kind == ATTEST_SCALE_POW2) {
             uint8_t b = attest_ue8m0_scale_for_amax(amax, policy->writer);
