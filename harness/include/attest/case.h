@@ -169,14 +169,46 @@ typedef struct attest_case {
     size_t num_tensors;
     attest_tensor tensors[ATTEST_CASE_MAX_TENSORS];
     void *heap_block_;       /* owned memory when placed by attest_case_alloc_heap */
+    uint32_t sparse_pools;   /* ATTEST_POOL_* bits: pools held sparsely (see below); 0 = dense */
+    size_t heap_map_bytes_;  /* nonzero: heap_block_ is a mapping of that many bytes */
 } attest_case;
+
+/* Sparse pools. A serving engine's pool has tens of thousands of pages (byte offsets past 2^31,
+ * where 32-bit offset arithmetic wraps) of which one batch reads a few. A pool named in
+ * sparse_pools holds bytes only in the pages the case's tables or indices reach
+ * (attest_case_pool_pages); attest_case_alloc_heap reserves the rest of its address range without
+ * touching it, the runner's arena places only the reached pages (a candidate's access to any other
+ * page faults in the worker: CRASH), and a case file stores only them (docs/case-format.md). */
+#define ATTEST_POOL_MAIN 1u  /* cache_bytes (both families) */
+#define ATTEST_POOL_EXTRA 2u /* extra_cache_bytes (mla-decode with an extra scope) */
+
+/* The index of pool `pool` (one ATTEST_POOL_* bit) in the tensor table, or -1 when the case has
+ * none; *page_bytes (may be NULL) gets its page (block) stride, *num_pages its page count. */
+int attest_case_pool_tensor(const attest_case *c, unsigned pool, uint64_t *page_bytes,
+                            int64_t *num_pages);
+
+/* The ATTEST_POOL_* bit of tensor i, or 0 when it is not a pool. */
+unsigned attest_case_tensor_pool(const attest_case *c, size_t i);
+
+/* The pages of a pool that the case reaches, ascending and distinct: the blocks of every
+ * block_table entry inside the pool (the indexer; entries past a request's blocks too, which a
+ * prefetching kernel may load) or the pages of every index inside the pool (mla-decode; slots
+ * past topk_length too). *pages is malloc'd (NULL when *count is 0); the caller frees it. */
+attest_status attest_case_pool_pages(const attest_case *c, unsigned pool, int32_t **pages,
+                                     size_t *count) ATTEST_MUST_CHECK;
+
+/* Copies input or truth tensor i of src into the same tensor of dst (same shape): for a pool src
+ * holds sparsely, only the pages src reaches (dst must reach no others). */
+attest_status attest_case_copy_tensor(attest_case *dst, const attest_case *src, size_t i)
+    ATTEST_MUST_CHECK;
 
 /* Validates the parameters (every size positive and bounded, layouts valid, strides consistent)
  * and fills the tensor table (names, dtypes, roles, shapes, nbytes) with data = NULL.
  * with_truth adds the truth tensors. Returns ATTEST_ERR_INVALID_ARGUMENT naming the field. */
 attest_status attest_case_define_tensors(attest_case *c, int with_truth) ATTEST_MUST_CHECK;
 
-/* Places every tensor in one zeroed heap block owned by the case. */
+/* Places every tensor in one zeroed heap block owned by the case. With sparse_pools set the block
+ * is an anonymous MAP_NORESERVE mapping: a sparse pool's unreached pages cost no memory. */
 attest_status attest_case_alloc_heap(attest_case *c) ATTEST_MUST_CHECK;
 
 /* Frees memory owned by the case (not memory placed by someone else); leaves tensors NULL. */

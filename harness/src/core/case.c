@@ -1,9 +1,11 @@
 #include "attest/case.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Upper bounds on case parameters. They are far above production shapes; their job is to turn a
  * corrupted case file into a clear error instead of a multi-terabyte allocation. */
@@ -291,9 +293,23 @@ attest_status attest_case_alloc_heap(attest_case *c)
         total += (c->tensors[i].nbytes + TENSOR_ALIGN - 1) / TENSOR_ALIGN * TENSOR_ALIGN;
     if (total == 0) total = TENSOR_ALIGN;
     void *block = NULL;
-    if (posix_memalign(&block, TENSOR_ALIGN, total) != 0)
-        return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for a case", total);
-    memset(block, 0, total);
+    if (c->sparse_pools != 0) {
+        /* Reserved, not committed: only the pages written (the reached pool pages and the small
+         * tensors) cost memory; reading any other byte gives 0. */
+        block = mmap(NULL, total, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (block == MAP_FAILED)
+            return attest_fail(ATTEST_ERR_OUT_OF_MEMORY,
+                               "cannot reserve %zu bytes of address space for a sparse case: %s",
+                               total, strerror(errno));
+        c->heap_map_bytes_ = total;
+    } else {
+        if (posix_memalign(&block, TENSOR_ALIGN, total) != 0)
+            return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for a case",
+                               total);
+        memset(block, 0, total);
+        c->heap_map_bytes_ = 0;
+    }
     size_t offset = 0;
     for (size_t i = 0; i < c->num_tensors; i++) {
         c->tensors[i].data = (uint8_t *)block + offset;
@@ -306,8 +322,12 @@ attest_status attest_case_alloc_heap(attest_case *c)
 void attest_case_free(attest_case *c)
 {
     if (c == NULL) return;
-    free(c->heap_block_);
+    if (c->heap_map_bytes_)
+        munmap(c->heap_block_, c->heap_map_bytes_);
+    else
+        free(c->heap_block_);
     c->heap_block_ = NULL;
+    c->heap_map_bytes_ = 0;
     for (size_t i = 0; i < c->num_tensors; i++) c->tensors[i].data = NULL;
 }
 

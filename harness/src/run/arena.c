@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 /* XXH3 inlined (header only): every byte of every input is hashed before and after each run,
  * and xxHash is the well-kept fast hash for it; inlining keeps libxxhash out of the link, so
@@ -62,7 +63,10 @@ static attest_status arena_map(arena *a, size_t need)
         cap *= 2;
     }
     cap = align_up(cap, ARENA_GROW_STEP);
-    void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    /* NORESERVE: a sparse pool makes the arena gigabytes of address space of which a few MB
+     * are ever written. */
+    void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
     ATTEST_RETURN_IF(p == MAP_FAILED, ATTEST_ERR_OUT_OF_MEMORY,
                      "arena: cannot map %zu bytes of shared memory: %s", cap, strerror(errno));
     arena_release(a);
@@ -123,6 +127,170 @@ static size_t scan_canary(const uint8_t *p, size_t n, size_t *changed)
 
 uint64_t arena_checksum(const void *data, size_t n) { return XXH3_64bits(data, n); }
 
+/* --- sparse pools ------------------------------------------------------------------------ */
+
+static size_t os_page(void)
+{
+    static size_t page;
+    if (page == 0) {
+        long v = sysconf(_SC_PAGESIZE);
+        page = v > 0 ? (size_t)v : 4096;
+    }
+    return page;
+}
+
+/* Lists the extents of a sparse pool slot from the pages the case reaches: the OS pages covering
+ * each reached pool page, merged, plus the pool's partial last OS page (it also holds the
+ * canary, so it is never protected and must be placed and checked like the rest). */
+static attest_status sparse_extents(arena *a, arena_slot *s, const attest_case *src,
+                                    unsigned pool)
+{
+    uint64_t stride = 0;
+    (void)attest_case_pool_tensor(src, pool, &stride, NULL);
+    int32_t *pages = NULL;
+    size_t n = 0;
+    ATTEST_FORWARD(attest_case_pool_pages(src, pool, &pages, &n));
+    const uint64_t ps = os_page(), begin = s->data, end = s->data + s->nbytes;
+    s->first_extent = a->num_extents;
+    attest_status st = ATTEST_OK;
+    for (size_t k = 0; k <= n && st == ATTEST_OK; k++) {
+        uint64_t lo, hi;
+        if (k < n) {
+            lo = begin + (uint64_t)pages[k] * stride;
+            hi = lo + stride;
+            lo = lo / ps * ps;
+            hi = (hi + ps - 1) / ps * ps;
+        } else {
+            lo = end / ps * ps;
+            hi = end;
+        }
+        if (lo < begin) lo = begin;
+        if (hi > end) hi = end;
+        if (hi <= lo) continue;
+        arena_extent *last = a->num_extents > s->first_extent ? &a->extents[a->num_extents - 1] : NULL;
+        if (last && lo <= last->at + last->len) {
+            if (hi > last->at + last->len) last->len = hi - last->at;
+            continue;
+        }
+        if (a->num_extents == ARENA_MAX_EXTENTS) {
+            st = attest_fail(ATTEST_ERR_UNSUPPORTED,
+                             "sparse pool '%s': its %zu reached pages make more than %u separate "
+                             "runs of memory",
+                             s->name, n, ARENA_MAX_EXTENTS);
+            break;
+        }
+        a->extents[a->num_extents].at = lo;
+        a->extents[a->num_extents].len = hi - lo;
+        a->num_extents++;
+    }
+    free(pages);
+    s->num_extents = a->num_extents - s->first_extent;
+    return st;
+}
+
+/* Checksum of a sparse pool's extents, read from `pool` (the tensor's first byte; extents are
+ * arena offsets, relative to the slot's data). */
+static uint64_t sparse_checksum(const arena *a, const arena_slot *s, const uint8_t *pool)
+{
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    for (size_t k = 0; k < s->num_extents; k++) {
+        const arena_extent *e = &a->extents[s->first_extent + k];
+        XXH3_64bits_update(&st, pool + (e->at - s->data), e->len);
+    }
+    return XXH3_64bits_digest(&st);
+}
+
+static void sparse_copy(const arena *a, const arena_slot *s, const uint8_t *from)
+{
+    for (size_t k = 0; k < s->num_extents; k++) {
+        const arena_extent *e = &a->extents[s->first_extent + k];
+        memcpy(a->base + e->at, from + (e->at - s->data), e->len);
+    }
+}
+
+/* Gives the last case's sparse extents back to the system: each sparse case writes other pages
+ * of a mapping of gigabytes, which would otherwise stay committed, case after case. */
+static void sparse_release(arena *a)
+{
+    if (a->base != NULL)
+        for (size_t k = 0; k < a->num_extents; k++)
+            (void)madvise(a->base + a->extents[k].at, a->extents[k].len, MADV_REMOVE);
+    a->num_extents = 0;
+}
+
+int arena_protect_sparse(const arena_control *ctl, int protect)
+{
+    int rc = 0;
+    uint8_t *base = (uint8_t *)ctl;
+    for (uint32_t i = 0; i < ctl->num_sparse && i < ARENA_MAX_SPARSE; i++) {
+        const arena_sparse *sp = &ctl->sparse[i];
+        if (sp->protect_end <= sp->data) continue;
+        if (!protect) {
+            rc |= mprotect(base + sp->data, sp->protect_end - sp->data, PROT_READ | PROT_WRITE);
+            continue;
+        }
+        rc |= mprotect(base + sp->data, sp->protect_end - sp->data, PROT_NONE);
+        for (uint32_t k = 0; k < sp->num_extents; k++) {
+            const arena_extent *e = &ctl->extents[sp->first_extent + k];
+            if (e->at >= sp->protect_end) continue; /* the partial last page: never protected */
+            uint64_t hi = e->at + e->len;
+            const uint64_t ps = os_page();
+            hi = (hi + ps - 1) / ps * ps;
+            if (hi > sp->protect_end) hi = sp->protect_end;
+            rc |= mprotect(base + e->at, hi - e->at, PROT_READ | PROT_WRITE);
+        }
+    }
+    return rc ? -1 : 0;
+}
+
+/* Appends text or an unsigned number to buf: no stdio, so a signal handler may call them. */
+static void put_str(char *buf, size_t cap, size_t *at, const char *s)
+{
+    while (*s && *at + 1 < cap) buf[(*at)++] = *s++;
+    if (cap) buf[*at < cap ? *at : cap - 1] = '\0';
+}
+
+static void put_u64(char *buf, size_t cap, size_t *at, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && n < (int)sizeof tmp);
+    char out[24];
+    for (int i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    put_str(buf, cap, at, out);
+}
+
+int arena_describe_fault(const arena_control *ctl, const void *addr, char *msg, size_t cap)
+{
+    const uint8_t *base = (const uint8_t *)ctl, *p = addr;
+    for (uint32_t i = 0; i < ctl->num_sparse && i < ARENA_MAX_SPARSE; i++) {
+        const arena_sparse *sp = &ctl->sparse[i];
+        if (p < base + sp->data || p >= base + sp->data + sp->nbytes) continue;
+        const uint64_t off = (uint64_t)(p - (base + sp->data));
+        size_t at = 0;
+        char name[sizeof sp->name];
+        memcpy(name, sp->name, sizeof name);
+        name[sizeof name - 1] = '\0';
+        put_str(msg, cap, &at, "access to unplaced page ");
+        put_u64(msg, cap, &at, sp->page_bytes ? off / sp->page_bytes : 0);
+        put_str(msg, cap, &at, " of '");
+        put_str(msg, cap, &at, name);
+        put_str(msg, cap, &at, "' (byte offset ");
+        put_u64(msg, cap, &at, off);
+        put_str(msg, cap, &at, off >= (UINT64_C(1) << 31) ? ", past 2^31): no table entry or index "
+                                                             "of the case reaches it"
+                                                           : "): no table entry or index of the "
+                                                             "case reaches it");
+        return 1;
+    }
+    return 0;
+}
+
 attest_status arena_place(arena *a, const attest_case *src, int *remapped)
 {
     *remapped = 0;
@@ -144,17 +312,40 @@ attest_status arena_place(arena *a, const attest_case *src, int *remapped)
         ATTEST_RETURN_IF(t->nbytes > SIZE_MAX / 4 - offset, ATTEST_ERR_OUT_OF_MEMORY,
                          "tensor '%s' of %zu bytes does not fit an arena", t->name, t->nbytes);
         arena_slot *s = &slots[num++];
+        memset(s, 0, sizeof *s);
         s->tensor = (int32_t)i;
         snprintf(s->name, sizeof s->name, "%s", t->name);
         s->role = t->role;
         s->dtype = t->dtype;
-        s->pre_begin = offset;
-        s->data = offset + ARENA_CANARY_BYTES;
+        const unsigned pool = attest_case_tensor_pool(src, i);
+        s->sparse = t->role == ATTEST_ROLE_INPUT && (src->sparse_pools & pool) != 0;
+        /* A sparse pool starts on an OS page, so its pages can be protected one by one. */
+        s->data = s->sparse ? align_up(offset + ARENA_CANARY_BYTES, os_page())
+                            : offset + ARENA_CANARY_BYTES;
+        s->pre_begin = s->data - ARENA_CANARY_BYTES;
         s->nbytes = t->nbytes;
         s->post_end = align_up(s->data + t->nbytes + ARENA_CANARY_BYTES, ARENA_ALIGN);
-        s->checksum = t->role == ATTEST_ROLE_INPUT ? arena_checksum(t->data, t->nbytes) : 0;
+        s->checksum = t->role == ATTEST_ROLE_INPUT && !s->sparse
+                          ? arena_checksum(t->data, t->nbytes)
+                          : 0;
         s->modified = 0;
         offset = s->post_end;
+    }
+    /* The last case's sparse pages go back before this one's are listed. */
+    sparse_release(a);
+    size_t num_sparse = 0;
+    for (size_t k = 0; k < num; k++) {
+        arena_slot *s = &slots[k];
+        if (!s->sparse) continue;
+        ATTEST_RETURN_IF(num_sparse == ARENA_MAX_SPARSE, ATTEST_ERR_INTERNAL,
+                         "arena: more than %u sparse pools", ARENA_MAX_SPARSE);
+        num_sparse++;
+        attest_status st = sparse_extents(a, s, src, attest_case_tensor_pool(src, (size_t)s->tensor));
+        if (st != ATTEST_OK) {
+            a->num_extents = 0;
+            return st;
+        }
+        s->checksum = sparse_checksum(a, s, src->tensors[s->tensor].data);
     }
     if (a->base == NULL || offset > a->capacity) {
         ATTEST_FORWARD(arena_map(a, offset));
@@ -169,13 +360,30 @@ attest_status arena_place(arena *a, const attest_case *src, int *remapped)
     ctl->data_begin = data_begin;
     ctl->used = offset;
     ctl->generation = a->generation;
+    ctl->placed.heap_map_bytes_ = 0;
     for (size_t i = 0; i < ctl->placed.num_tensors; i++) ctl->placed.tensors[i].data = NULL;
+    ctl->num_sparse = 0;
+    ctl->num_extents = (uint32_t)a->num_extents;
+    memcpy(ctl->extents, a->extents, a->num_extents * sizeof a->extents[0]);
     for (size_t k = 0; k < num; k++) {
         const arena_slot *s = &a->slots[k];
         uint8_t *dst = a->base + s->data;
         ctl->placed.tensors[s->tensor].data = dst;
-        if (s->role == ATTEST_ROLE_INPUT && s->nbytes > 0)
+        if (s->sparse) {
+            arena_sparse *sp = &ctl->sparse[ctl->num_sparse++];
+            memset(sp, 0, sizeof *sp);
+            sp->data = s->data;
+            sp->nbytes = s->nbytes;
+            sp->protect_end = (s->data + s->nbytes) / os_page() * os_page();
+            (void)attest_case_pool_tensor(src, attest_case_tensor_pool(src, (size_t)s->tensor),
+                                          &sp->page_bytes, NULL);
+            sp->first_extent = (uint32_t)s->first_extent;
+            sp->num_extents = (uint32_t)s->num_extents;
+            snprintf(sp->name, sizeof sp->name, "%s", s->name);
+            sparse_copy(a, s, src->tensors[s->tensor].data);
+        } else if (s->role == ATTEST_ROLE_INPUT && s->nbytes > 0) {
             memcpy(dst, src->tensors[s->tensor].data, s->nbytes);
+        }
     }
     arena_reset_run(a, NULL);
     return ATTEST_OK;
@@ -190,6 +398,8 @@ void arena_reset_run(arena *a, const attest_case *src)
         fill_canary(data + s->nbytes, s->post_end - (s->data + s->nbytes));
         if (s->role == ATTEST_ROLE_OUTPUT) {
             poison(data, s->nbytes, s->dtype);
+        } else if (src != NULL && s->modified && s->sparse) {
+            sparse_copy(a, s, src->tensors[s->tensor].data);
         } else if (src != NULL && s->modified) {
             memcpy(data, src->tensors[s->tensor].data, s->nbytes);
         }
@@ -251,15 +461,21 @@ int arena_check_inputs(arena *a, const attest_case *src, char *msg, size_t cap)
         arena_slot *s = &a->slots[k];
         if (s->role != ATTEST_ROLE_INPUT) continue;
         const uint8_t *now = a->base + s->data;
-        if (arena_checksum(now, s->nbytes) == s->checksum) continue;
+        const uint64_t sum = s->sparse ? sparse_checksum(a, s, now) : arena_checksum(now, s->nbytes);
+        if (sum == s->checksum) continue;
         s->modified = 1;
         if (modified == 0) {
             const uint8_t *orig = src->tensors[s->tensor].data;
             size_t first = 0, changed = 0;
-            for (size_t i = 0; i < s->nbytes; i++)
-                if (now[i] != orig[i]) {
-                    if (changed++ == 0) first = i;
-                }
+            for (size_t k = 0; k < (s->sparse ? s->num_extents : 1); k++) {
+                /* A sparse pool compares its extents only: nothing else is placed. */
+                const size_t lo = s->sparse ? a->extents[s->first_extent + k].at - s->data : 0;
+                const size_t hi = s->sparse ? lo + a->extents[s->first_extent + k].len : s->nbytes;
+                for (size_t i = lo; i < hi; i++)
+                    if (now[i] != orig[i]) {
+                        if (changed++ == 0) first = i;
+                    }
+            }
             snprintf(msg, cap, "input '%s' modified: %zu bytes changed, first at byte %zu",
                      slot_name(a, s), changed, first);
         }

@@ -24,6 +24,27 @@
 #define ARENA_ALIGN 256u
 #define ARENA_CANARY_BYTES 256u
 
+/* Sparse pools (case.h): a pool the case holds sparsely is placed page-aligned, and only the OS
+ * pages covering the pool pages the case reaches are written; those runs are its extents. While
+ * a candidate runs, the rest of the pool is PROT_NONE (exec_run), so an access there faults. */
+#define ARENA_MAX_EXTENTS 4096u
+#define ARENA_MAX_SPARSE 2u
+
+typedef struct arena_extent {
+    uint64_t at;   /* arena offset (OS-page aligned but for the pool's partial last page) */
+    uint64_t len;
+} arena_extent;
+
+/* A sparse pool as the worker needs it: what to protect and where its extents are listed. */
+typedef struct arena_sparse {
+    uint64_t data;          /* the pool's arena offset (OS-page aligned) */
+    uint64_t nbytes;        /* the pool's size */
+    uint64_t protect_end;   /* [data, protect_end): OS pages outside every extent get PROT_NONE */
+    uint64_t page_bytes;    /* the pool's page (block) stride, for messages */
+    uint32_t first_extent, num_extents;
+    char name[32];
+} arena_sparse;
+
 /* Shared with the worker: everything it needs to run a case lives here, not in the parent's
  * heap (the worker's copy of that is frozen at fork time). */
 typedef struct arena_control {
@@ -31,6 +52,10 @@ typedef struct arena_control {
     size_t data_begin;    /* offset of the first canary */
     size_t used;          /* end of the last canary */
     uint64_t generation;  /* the mapping's generation when the case was placed */
+    uint32_t num_sparse;  /* sparse pools placed (sparse[]), their extents in extents[] */
+    uint32_t num_extents;
+    arena_sparse sparse[ARENA_MAX_SPARSE];
+    arena_extent extents[ARENA_MAX_EXTENTS];
 } arena_control;
 
 /* The parent's own record of where each tensor lives. The worker can make the control page
@@ -45,8 +70,10 @@ typedef struct arena_slot {
     size_t data;          /* offset of the tensor's first byte */
     size_t nbytes;
     size_t post_end;      /* canary after: [data + nbytes, post_end) */
-    uint64_t checksum;    /* inputs: checksum of the source bytes */
+    uint64_t checksum;    /* inputs: checksum of the source bytes (a sparse pool's extents) */
     int modified;         /* inputs: the last check found it changed */
+    int sparse;           /* a sparse pool: only extents [first_extent, +num_extents) placed */
+    size_t first_extent, num_extents;
 } arena_slot;
 
 typedef struct arena {
@@ -56,14 +83,18 @@ typedef struct arena {
     arena_control *control;
     size_t num_slots;
     arena_slot slots[ATTEST_CASE_MAX_TENSORS];
+    size_t num_extents;   /* the sparse pools' extents, parent-private (the control page's copy
+                           * is the worker's); released (MADV_REMOVE) when the next case lands */
+    arena_extent extents[ARENA_MAX_EXTENTS];
 } arena;
 
 void arena_init(arena *a);
 void arena_release(arena *a);
 
 /* Places a case's inputs and outputs: grows the mapping when needed (*remapped = 1 then),
- * copies inputs, poisons outputs, writes canaries and takes input checksums. The placed case
- * (a copy of `src` with arena pointers) is a->control->placed. */
+ * copies inputs (a sparse pool: only its extents), poisons outputs, writes canaries and takes
+ * input checksums. The placed case (a copy of `src` with arena pointers) is
+ * a->control->placed. */
 attest_status arena_place(arena *a, const attest_case *src, int *remapped) ATTEST_MUST_CHECK;
 
 /* Prepares a re-run: re-poisons outputs, rewrites every canary and restores, from `src`, the
@@ -83,6 +114,15 @@ void *arena_tensor(const arena *a, size_t index);
 
 /* Returns the poison pattern of an output dtype: the bits the unwritten gate looks for. */
 uint32_t arena_poison_bits(attest_dtype dtype);
+
+/* Makes every sparse pool's unplaced pages PROT_NONE (protect = 1) or accessible again (0) in
+ * this process: around a candidate's run (exec_run). Returns 0, or -1 when mprotect failed. */
+int arena_protect_sparse(const arena_control *ctl, int protect);
+
+/* Describes an address of a faulting access when it lies in a sparse pool's unplaced pages:
+ * writes "read or write of unplaced page N of 'cache_bytes' (byte offset X, past 2^31)" and
+ * returns 1; 0 when it is elsewhere. Async-signal-safe (the worker's SIGSEGV handler). */
+int arena_describe_fault(const arena_control *ctl, const void *addr, char *msg, size_t cap);
 
 /* The 64-bit checksum of the input bytes: XXH3 (xxHash). */
 uint64_t arena_checksum(const void *data, size_t n);

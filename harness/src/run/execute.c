@@ -15,6 +15,8 @@ static _Thread_local exec_run_info *current_run;
 
 exec_run_info *exec_current_run(void) { return current_run; }
 
+const arena_control *volatile exec_guarded;
+
 void exec_state_init(exec_state *s, const attest_candidate *cand)
 {
     memset(s, 0, sizeof *s);
@@ -74,6 +76,33 @@ static int device_prepare(exec_state *s, const attest_device_ops *ops, size_t by
         s->device_cap = bytes;
     }
     return 0;
+}
+
+/* Copies the arena's data region to or from the device mirror: whole, or, with sparse pools,
+ * without their unplaced pages (never written, and PROT_NONE while a candidate runs). */
+static int copy_region(const attest_device_ops *ops, const arena_control *ctl, void *device_base,
+                       int to_device)
+{
+    uint8_t *host = (uint8_t *)ctl;
+    uint8_t *dev = (uint8_t *)device_base - ctl->data_begin; /* device address of offset 0 */
+    uint64_t cursor = ctl->data_begin;
+    int rc = 0;
+#define COPY(at, len)                                                                              \
+    do {                                                                                           \
+        if ((len) > 0)                                                                             \
+            rc |= to_device ? ops->copy_h2d(dev + (at), host + (at), (len))                       \
+                            : ops->copy_d2h(host + (at), dev + (at), (len));                      \
+    } while (0)
+    for (uint32_t i = 0; i < ctl->num_sparse && i < ARENA_MAX_SPARSE && rc == 0; i++) {
+        const arena_sparse *sp = &ctl->sparse[i];
+        COPY(cursor, sp->data - cursor);
+        for (uint32_t k = 0; k < sp->num_extents; k++)
+            COPY(ctl->extents[sp->first_extent + k].at, ctl->extents[sp->first_extent + k].len);
+        cursor = sp->data + sp->nbytes;
+    }
+    COPY(cursor, ctl->used - cursor);
+#undef COPY
+    return rc ? -1 : 0;
 }
 
 /* --- the graph check (attest_runner_options.graph_check) ----------------------------------- */
@@ -277,7 +306,7 @@ void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_r
         return;
     }
     args.domain = cand->domain;
-    if (on_device && ops->copy_h2d(s->device_base, host_data, data_bytes) != 0) {
+    if (on_device && copy_region(ops, ctl, s->device_base, 1) != 0) {
         set_result(res, EXEC_HARNESS_ERROR, 0, "copy to the device failed: %s",
                    ops->last_error());
         return;
@@ -286,10 +315,26 @@ void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_r
         set_result(res, EXEC_UNSUPPORTED, 0, "%s", "the candidate declined the case");
         return;
     }
+    /* A host candidate's access to a sparse pool's unplaced pages faults (the worker names the
+     * page: worker.c); the protection lasts only the run, the harness itself never needs it. */
+    const int guard = !on_device && ctl->num_sparse > 0;
+    if (guard && arena_protect_sparse(ctl, 1) != 0) {
+        (void)arena_protect_sparse(ctl, 0);
+        set_result(res, EXEC_HARNESS_ERROR, 0, "%s",
+                   "cannot protect the unplaced pages of a sparse pool (mprotect failed)");
+        return;
+    }
+    exec_guarded = guard ? ctl : NULL;
     const double t0 = attest_monotonic_seconds();
     current_run = &info;
     const int rc = cand->run(s->ctx, &args);
     current_run = NULL;
+    exec_guarded = NULL;
+    if (guard && arena_protect_sparse(ctl, 0) != 0) {
+        set_result(res, EXEC_HARNESS_ERROR, rc, "%s",
+                   "cannot unprotect the pages of a sparse pool (mprotect failed)");
+        return;
+    }
     if (info.outcome != EXEC_DONE) {
         res->run_seconds = attest_monotonic_seconds() - t0;
         set_result(res, info.outcome, rc, "%s", info.message);
@@ -301,7 +346,7 @@ void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_r
             set_result(res, EXEC_DEVICE_FAULT, rc, "device fault: %s", ops->last_error());
             return;
         }
-        if (ops->copy_d2h(host_data, s->device_base, data_bytes) != 0) {
+        if (copy_region(ops, ctl, s->device_base, 0) != 0) {
             set_result(res, EXEC_DEVICE_FAULT, rc, "copy from the device failed: %s",
                        ops->last_error());
             return;

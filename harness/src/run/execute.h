@@ -79,6 +79,10 @@ typedef struct exec_run_info {
 /* The run in progress on this thread (set around init() and run()), or NULL. */
 exec_run_info *exec_current_run(void);
 
+/* The placed case whose sparse pools are protected while a host candidate runs, else NULL: the
+ * worker's fault handler reads it to name the page a candidate touched. */
+extern const arena_control *volatile exec_guarded;
+
 /* Runs the candidate once on the case in `ctl` (initializing it on first use) and fills res. */
 void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_result *res);
 

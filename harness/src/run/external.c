@@ -563,6 +563,14 @@ static int external_run(void *ctx, const attest_kernel_args *args)
     external_state *s = ctx;
     exec_run_info *info = exec_current_run();
     if (s == NULL || info == NULL) return -1;
+    if (info->placed->sparse_pools != 0) {
+        /* The process gets a copy of the whole region: gigabytes for a sparse pool, most of it
+         * protected. Such a case is not one an external candidate can take. */
+        info->outcome = EXEC_UNSUPPORTED;
+        snprintf(info->message, sizeof info->message, "%s",
+                 "a sparse pool (past 2^31 bytes) is not passed to an external process");
+        return -1;
+    }
     const external_def *d = s->def;
     const double deadline = process_deadline(info);
     char what[200];

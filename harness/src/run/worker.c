@@ -188,6 +188,39 @@ static void exit_handler(int status, void *arg)
     _exit(status == 0 ? 0 : 1);
 }
 
+/* A host candidate's access to a sparse pool's unplaced page faults; before the worker dies of
+ * it, this tells the parent which page (the CRASH verdict's message). Then, as for any other
+ * SIGSEGV, the worker dies of the signal: SA_RESETHAND has restored the default action and the
+ * signal raised here (blocked until the handler returns) ends it, also when the candidate
+ * raised SIGSEGV itself rather than faulting. */
+static void fault_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    const arena_control *ctl = exec_guarded;
+    if (ctl != NULL && si != NULL && worker_in_run && worker_channel >= 0) {
+        exec_result res;
+        memset(&res, 0, sizeof res);
+        if (arena_describe_fault(ctl, si->si_addr, res.message, sizeof res.message)) {
+            res.outcome = EXEC_CRASH;
+            (void)send(worker_channel, &res, sizeof res, MSG_NOSIGNAL);
+        }
+    }
+    raise(sig);
+}
+
+static void install_fault_handler(void)
+{
+    static uint8_t alt[64 * 1024]; /* a candidate's stack overflow is a fault too */
+    stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt, .ss_flags = 0};
+    (void)sigaltstack(&ss, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    (void)sigaction(SIGSEGV, &sa, NULL);
+}
+
 void worker_init(worker *w, const attest_candidate *cand)
 {
     memset(w, 0, sizeof *w);
@@ -217,6 +250,7 @@ static void worker_main(int fd, const attest_candidate *cand, arena_control *ctl
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     worker_channel = fd;
     on_exit(exit_handler, NULL);
+    install_fault_handler();
 
     exec_state st;
     exec_state_init(&st, cand);
@@ -429,7 +463,11 @@ void worker_wait(worker *w, exec_result *res)
             w->in_flight = 0;
             res->message[sizeof res->message - 1] = '\0';
             res->device[sizeof res->device - 1] = '\0';
-            if (res->outcome == EXEC_DEVICE_FAULT) finish_worker(w, 0, WORKER_EXIT_GRACE_S, NULL);
+            /* A crash the worker reported itself (exit() in a run, a fault on a sparse pool's
+             * unplaced page) is followed by its death: reap it now, so the next case never
+             * meets a dying worker. */
+            if (res->outcome == EXEC_DEVICE_FAULT || res->outcome == EXEC_CRASH)
+                finish_worker(w, 0, WORKER_EXIT_GRACE_S, NULL);
             return;
         }
         /* EOF or a broken channel: the worker died. Let it finish dying to learn how. */
