@@ -74,6 +74,10 @@ attest_status attest_cf_dset_write(hid_t loc, const char *where, const char *nam
                                    attest_dtype dtype, int32_t rank, const int64_t *shape,
                                    const void *data, int compress) ATTEST_MUST_CHECK;
 
+/* The dataset listing a sparse pool's stored pages: "cache_bytes" -> "cache_pages",
+ * "extra_cache_bytes" -> "extra_cache_pages". */
+void attest_cf_pages_name(const char *pool_name, char *buf, size_t cap);
+
 /* Case I/O on an open location (the file's root or a group) --------------------------------- */
 
 attest_status attest_cf_write_case(hid_t loc, const char *where, const attest_case *c,

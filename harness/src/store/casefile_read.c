@@ -481,6 +481,118 @@ static attest_status check_dataset(const attest_case *c, hid_t loc, const char *
     return ATTEST_OK;
 }
 
+/* Sparse pools --------------------------------------------------------------------------------- */
+
+/* A sparse pool in a file: its page list and its bytes, page after page. */
+typedef struct sparse_in {
+    int tensor;          /* index in the case's table; -1: none */
+    unsigned pool;
+    char list_name[48];
+    hid_t list;          /* the page list dataset */
+    attest_cf_dset_info list_info;
+    int64_t count;       /* pages stored */
+    uint64_t stride;
+    int32_t *pages;
+} sparse_in;
+
+/* Opens a sparse pool's two datasets and checks their types and shapes before anything is
+ * read: the list int32 [n] with n <= the pool's pages, the bytes [n, stride] or [n * stride]. */
+static attest_status check_sparse(const attest_case *c, hid_t loc, const char *where,
+                                  sparse_in *sp, hid_t *bytes, attest_cf_dset_info *info)
+{
+    const attest_tensor *t = &c->tensors[sp->tensor];
+    int64_t num_pages = 0;
+    (void)attest_case_pool_tensor(c, sp->pool, &sp->stride, &num_pages);
+    sp->list = H5Dopen2(loc, sp->list_name, H5P_DEFAULT);
+    if (sp->list < 0) {
+        (void)H5Eclear2(H5E_DEFAULT);
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: not a dataset", where, sp->list_name);
+    }
+    ATTEST_FORWARD(attest_cf_dset_describe(sp->list, where, sp->list_name, &sp->list_info));
+    if (attest_cf_dtype_of(&sp->list_info) != ATTEST_DTYPE_I32 || sp->list_info.rank != 1)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: %s of rank %d, expected int32 [pages stored]",
+                           where, sp->list_name, sp->list_info.type_desc, sp->list_info.rank);
+    sp->count = sp->list_info.dims[0];
+    if (sp->count < 0 || sp->count > num_pages)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: %lld pages listed, the pool has %lld", where,
+                           sp->list_name, (long long)sp->count, (long long)num_pages);
+    *bytes = H5Dopen2(loc, t->name, H5P_DEFAULT);
+    if (*bytes < 0) {
+        (void)H5Eclear2(H5E_DEFAULT);
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: required dataset is missing", where, t->name);
+    }
+    ATTEST_FORWARD(attest_cf_dset_describe(*bytes, where, t->name, info));
+    if (attest_cf_dtype_of(info) != ATTEST_DTYPE_U8)
+        return attest_fail(ATTEST_ERR_FORMAT, "%s%s: dtype %s, expected uint8", where, t->name,
+                           info->type_desc);
+    const int64_t n = sp->count, st = (int64_t)sp->stride;
+    const int ok = (info->rank == 2 && info->dims[0] == n && info->dims[1] == st) ||
+                   (info->rank == 1 && info->dims[0] == n * st);
+    if (!ok)
+        return attest_fail(ATTEST_ERR_FORMAT,
+                           "%s%s: shape disagrees with %s, expected [%lld, %lld] (pages stored, "
+                           "page stride)",
+                           where, t->name, sp->list_name, (long long)n, (long long)st);
+    return check_storage(*bytes, where, t->name, (size_t)(n * st));
+}
+
+/* Reads a sparse pool: the list (ascending, distinct, inside the pool), then each listed page's
+ * bytes to its place in the case's reserved pool. */
+static attest_status read_sparse(attest_case *c, const char *where, sparse_in *sp, hid_t bytes,
+                                 const attest_cf_dset_info *info)
+{
+    int64_t num_pages = 0;
+    (void)attest_case_pool_tensor(c, sp->pool, NULL, &num_pages);
+    const size_t n = (size_t)sp->count;
+    sp->pages = malloc(n ? n * sizeof *sp->pages : 1);
+    uint8_t *buf = malloc(n ? n * sp->stride : 1);
+    attest_status st = ATTEST_OK;
+    if (sp->pages == NULL || buf == NULL)
+        st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "%s%s: %zu pages", where, sp->list_name, n);
+    if (st == ATTEST_OK)
+        st = attest_cf_dset_read(sp->list, where, sp->list_name, &sp->list_info, ATTEST_DTYPE_I32,
+                                 sp->pages, n * sizeof *sp->pages);
+    for (size_t k = 0; k < n && st == ATTEST_OK; k++)
+        if (sp->pages[k] < 0 || sp->pages[k] >= num_pages || (k > 0 && sp->pages[k] <= sp->pages[k - 1]))
+            st = attest_fail(ATTEST_ERR_FORMAT,
+                             "%s%s[%zu] = %d: pages must be ascending, distinct and inside the "
+                             "pool [0, %lld)",
+                             where, sp->list_name, k, sp->pages[k], (long long)num_pages);
+    attest_tensor *t = &c->tensors[sp->tensor];
+    if (st == ATTEST_OK)
+        st = attest_cf_dset_read(bytes, where, t->name, info, ATTEST_DTYPE_U8, buf, n * sp->stride);
+    for (size_t k = 0; k < n && st == ATTEST_OK; k++)
+        memcpy((uint8_t *)t->data + (uint64_t)sp->pages[k] * sp->stride, buf + k * sp->stride,
+               sp->stride);
+    free(buf);
+    return st;
+}
+
+static int cmp_page(const void *a, const void *b)
+{
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every page the case's tables or indices reach must be stored: the arena places exactly those,
+ * and a page read but never written would be a silent zero. */
+static attest_status check_sparse_reach(const attest_case *c, const char *where,
+                                        const sparse_in *sp)
+{
+    int32_t *reached = NULL;
+    size_t n = 0;
+    ATTEST_FORWARD(attest_case_pool_pages(c, sp->pool, &reached, &n));
+    attest_status st = ATTEST_OK;
+    for (size_t k = 0; k < n && st == ATTEST_OK; k++)
+        if (!bsearch(&reached[k], sp->pages, (size_t)sp->count, sizeof *sp->pages, cmp_page))
+            st = attest_fail(ATTEST_ERR_FORMAT,
+                             "%s%s: page %d is reached by the case's %s but not stored", where,
+                             sp->list_name, reached[k],
+                             c->kernel == ATTEST_KERNEL_INDEXER ? "block_table" : "indices");
+    free(reached);
+    return st;
+}
+
 attest_status attest_cf_read_case(hid_t loc, const char *where, attest_case *out)
 {
     memset(out, 0, sizeof *out);
@@ -506,12 +618,35 @@ attest_status attest_cf_read_case(hid_t loc, const char *where, attest_case *out
     if (attest_case_define_tensors(&c, truth) != ATTEST_OK)
         return attest_cf_rewrap(ATTEST_ERR_FORMAT, where, NULL);
 
+    /* A pool with a page list beside it is sparse (schema version 2). */
+    sparse_in sparse[2];
+    for (int k = 0; k < 2; k++) {
+        memset(&sparse[k], 0, sizeof sparse[k]);
+        sparse[k].pool = k == 0 ? ATTEST_POOL_MAIN : ATTEST_POOL_EXTRA;
+        sparse[k].list = H5I_INVALID_HID;
+        sparse[k].tensor = attest_case_pool_tensor(&c, sparse[k].pool, NULL, NULL);
+        if (sparse[k].tensor < 0) continue;
+        attest_cf_pages_name(c.tensors[sparse[k].tensor].name, sparse[k].list_name,
+                             sizeof sparse[k].list_name);
+        if (has_dset(&r, sparse[k].list_name))
+            c.sparse_pools |= sparse[k].pool;
+        else
+            sparse[k].tensor = -1;
+    }
     hid_t dsets[ATTEST_CASE_MAX_TENSORS];
     attest_cf_dset_info infos[ATTEST_CASE_MAX_TENSORS];
     for (size_t i = 0; i < ATTEST_CASE_MAX_TENSORS; i++) dsets[i] = H5I_INVALID_HID;
     attest_status st = ATTEST_OK;
     unsigned long long total = 0;
     for (size_t i = 0; i < c.num_tensors && st == ATTEST_OK; i++) {
+        sparse_in *sp = NULL;
+        for (int k = 0; k < 2; k++)
+            if (sparse[k].tensor == (int)i) sp = &sparse[k];
+        if (sp) {
+            st = check_sparse(&c, loc, where, sp, &dsets[i], &infos[i]);
+            total += (unsigned long long)sp->count * sp->stride; /* what the case writes */
+            continue;
+        }
         total += c.tensors[i].nbytes;
         if (c.tensors[i].role == ATTEST_ROLE_OUTPUT) continue;
         st = check_dataset(&c, loc, where, &c.tensors[i], &dsets[i], &infos[i]);
@@ -526,12 +661,24 @@ attest_status attest_cf_read_case(hid_t loc, const char *where, attest_case *out
     for (size_t i = 0; i < c.num_tensors && st == ATTEST_OK; i++) {
         const attest_tensor *t = &c.tensors[i];
         if (t->role == ATTEST_ROLE_OUTPUT) continue;
-        st = attest_cf_dset_read(dsets[i], where, t->name, &infos[i], t->dtype, t->data, t->nbytes);
+        sparse_in *sp = NULL;
+        for (int k = 0; k < 2; k++)
+            if (sparse[k].tensor == (int)i) sp = &sparse[k];
+        if (sp)
+            st = read_sparse(&c, where, sp, dsets[i], &infos[i]);
+        else
+            st = attest_cf_dset_read(dsets[i], where, t->name, &infos[i], t->dtype, t->data,
+                                     t->nbytes);
     }
     for (size_t i = 0; i < ATTEST_CASE_MAX_TENSORS; i++)
         if (dsets[i] >= 0) H5Dclose(dsets[i]);
     if (st == ATTEST_OK && attest_case_check_inputs(&c) != ATTEST_OK)
         st = attest_cf_rewrap(ATTEST_ERR_FORMAT, where, NULL);
+    for (int k = 0; k < 2; k++) {
+        if (st == ATTEST_OK && sparse[k].tensor >= 0) st = check_sparse_reach(&c, where, &sparse[k]);
+        if (sparse[k].list >= 0) H5Dclose(sparse[k].list);
+        free(sparse[k].pages);
+    }
     if (st != ATTEST_OK) {
         attest_case_free(&c);
         return st;

@@ -2,6 +2,7 @@
  * optional outputs beside it. The schema is docs/case-format.md.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -106,6 +107,47 @@ static attest_status write_output(hid_t loc, const char *where, const char *pref
     return attest_cf_dset_write(loc, where, name, o->dtype, o->rank, o->shape, o->data, 0);
 }
 
+/* The dataset that lists a sparse pool's stored pages: cache_pages, extra_cache_pages. */
+void attest_cf_pages_name(const char *pool_name, char *buf, size_t cap)
+{
+    const size_t n = strlen(pool_name);
+    if (n >= 6 && !strcmp(pool_name + n - 6, "_bytes"))
+        snprintf(buf, cap, "%.*s_pages", (int)(n - 6), pool_name);
+    else
+        snprintf(buf, cap, "%s_pages", pool_name);
+}
+
+/* A sparse pool: the pages the case reaches, ascending ("cache_pages" int32 [n]), and their
+ * bytes, page after page ("cache_bytes" uint8 [n, page_stride]). */
+static attest_status write_sparse_pool(hid_t loc, const char *where, const attest_case *c, size_t i,
+                                       unsigned pool, int compress)
+{
+    const attest_tensor *t = &c->tensors[i];
+    uint64_t stride = 0;
+    (void)attest_case_pool_tensor(c, pool, &stride, NULL);
+    int32_t *pages = NULL;
+    size_t n = 0;
+    ATTEST_FORWARD(attest_case_pool_pages(c, pool, &pages, &n));
+    uint8_t *bytes = malloc(n ? n * stride : 1);
+    if (bytes == NULL) {
+        free(pages);
+        return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "%s%s: %zu pages", where, t->name, n);
+    }
+    for (size_t k = 0; k < n; k++)
+        memcpy(bytes + k * stride, (const uint8_t *)t->data + (uint64_t)pages[k] * stride, stride);
+    char name[48];
+    attest_cf_pages_name(t->name, name, sizeof name);
+    const int64_t list_shape[1] = {(int64_t)n}, byte_shape[2] = {(int64_t)n, (int64_t)stride};
+    attest_status st = attest_cf_dset_write(loc, where, name, ATTEST_DTYPE_I32, 1, list_shape,
+                                            pages, 0);
+    if (st == ATTEST_OK)
+        st = attest_cf_dset_write(loc, where, t->name, ATTEST_DTYPE_U8, 2, byte_shape, bytes,
+                                  compress);
+    free(bytes);
+    free(pages);
+    return st;
+}
+
 attest_status attest_cf_write_case(hid_t loc, const char *where, const attest_case *c,
                                    const attest_casefile_extras *x)
 {
@@ -127,7 +169,8 @@ attest_status attest_cf_write_case(hid_t loc, const char *where, const attest_ca
     ATTEST_FORWARD(attest_case_param_string(c, params, sizeof params));
 
     attr_writer w = {loc, where, ATTEST_OK};
-    w_int(&w, "attest_schema_version", ATTEST_CASEFILE_SCHEMA_VERSION);
+    /* Version 2 only where it is needed: a dense case stays readable by version-1 readers. */
+    w_int(&w, "attest_schema_version", c->sparse_pools ? ATTEST_CASEFILE_SCHEMA_VERSION : 1);
     w_str(&w, "kind", kernel);
     w_str(&w, "kernel", kernel);
     if (w.st == ATTEST_OK) w.st = attest_h5_write_attr_u64(loc, where, "seed", c->seed);
@@ -144,6 +187,11 @@ attest_status attest_cf_write_case(hid_t loc, const char *where, const attest_ca
         /* Cache pools are most of a case and compress well (poisoned padding, unused slots). */
         size_t n = strlen(t->name);
         int is_cache = n >= 11 && !strcmp(t->name + n - 11, "cache_bytes");
+        const unsigned pool = attest_case_tensor_pool(c, i);
+        if (pool && (c->sparse_pools & pool)) {
+            ATTEST_FORWARD(write_sparse_pool(loc, where, c, i, pool, compress));
+            continue;
+        }
         ATTEST_FORWARD(attest_cf_dset_write(loc, where, t->name, t->dtype, t->rank, t->shape,
                                             t->data, compress && is_cache));
     }
