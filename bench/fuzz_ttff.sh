@@ -28,10 +28,10 @@ median_max() { # numbers on stdin -> "median max"
 
 echo "| mutant | median s | max s | median cases | max cases | verdict |"
 echo "|---|---|---|---|---|---|"
-# mutant-mla-int32-offsets fails only on pools past 2^31 bytes, which the generator does not draw
-# (tests/test_sparse_pool.c judges it).
-for m in $("$attest" list | awk -v k="${KERNEL:-}" '$1 ~ /^mutant-/ && $3 == "host" && (k == "" || $2 == k) &&
-                                 $2 != "pipeline" && $1 != "mutant-mla-int32-offsets" {print $1}'); do
+# mutant-mla-int32-offsets fails only on pools past 2^31 bytes: about 1% of the cases the
+# default bounds draw (attest_gen_options.high_pools). ONLY="m1 m2": those mutants alone.
+for m in ${ONLY:-$("$attest" list | awk -v k="${KERNEL:-}" '$1 ~ /^mutant-/ && $3 == "host" && (k == "" || $2 == k) &&
+                                 $2 != "pipeline" {print $1}')}; do
   : > "$tmp/t"; : > "$tmp/n"; verdict=""
   for s in $(seq 1 "$seeds"); do
     out=$("$attest" fuzz --engine search --candidate "$m" --time 120 --jobs "$jobs" --seed "$s" --timeout 0.5 \

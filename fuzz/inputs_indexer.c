@@ -66,7 +66,11 @@ static float pick_float(fuzz_input *in)
     return ((float)fuzz_head_uint(in, 2) - 32768.0f) / 1024.0f;
 }
 
-void fuzz_indexer_knobs(uint8_t knobs, attest_gen_options *opt) { opt->edge_bytes = (knobs & 1) ? 0 : 1; }
+void fuzz_indexer_knobs(uint8_t knobs, attest_gen_options *opt)
+{
+    opt->edge_bytes = (knobs & 1) ? 0 : 1;
+    opt->high_pools = fuzz_high_pool_knob(knobs) ? 1000 : 0;
+}
 
 static int64_t max_context(const attest_indexer_params *p)
 {
@@ -181,6 +185,7 @@ enum {
     F_KEY_NAN = F_HEADS + 6, F_KEY_MAX, F_KEY_SUBNORMAL, F_Q_NAN, F_SCALE_NAN,
     F_SCALE_ZERO, F_SCALE_TINY, F_SCALE_SMALL, F_SCALE_UNIT, F_SCALE_LARGE,
     F_WEIGHT_ZERO, F_WEIGHT_NEGATIVE, F_WEIGHT_ALL_ZERO_HEAD,
+    F_POOL_PAST_2G,
     F_COUNT
 };
 
@@ -195,6 +200,7 @@ const char *const fuzz_indexer_feature_names[] = {
     "key-fp8-nan", "key-fp8-max", "key-fp8-subnormal", "q-fp8-nan", "scale-nan",
     "scale=0", "scale<2^-60", "scale<2^-10", "scale<2^10", "scale>=2^10",
     "weight=0", "weight<0", "head-weights-all-0",
+    "pool>2^31",
 };
 const int fuzz_indexer_feature_count = F_COUNT;
 _Static_assert(sizeof fuzz_indexer_feature_names / sizeof fuzz_indexer_feature_names[0] == F_COUNT,
@@ -271,6 +277,7 @@ void fuzz_indexer_features(const attest_case *c, uint8_t *hits)
     fuzz_hit(hits, p->next_n <= 1 ? F_NEXT_N1 : p->next_n == 2 ? F_NEXT_N2 : F_NEXT_N3);
     fuzz_hit(hits, p->b <= 1 ? F_BATCH1 : p->b <= 3 ? F_BATCH2_3 : F_BATCH4);
     fuzz_hit(hits, F_HEADS + fuzz_heads_class(p->heads));
+    if ((uint64_t)p->num_blocks * c4()->stride > (UINT64_C(1) << 31)) fuzz_hit(hits, F_POOL_PAST_2G);
     const uint8_t *q = qt->data;
     for (size_t i = 0; i < qt->nbytes; i++) fp8_classes(q[i], hits, F_Q_NAN, -1, -1);
     const float *w = wt->data;

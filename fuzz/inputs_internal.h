@@ -28,6 +28,11 @@ void fuzz_op_put(fuzz_op *op, uint64_t v, unsigned n);
 void fuzz_indexer_apply(attest_case *c, fuzz_input *in, int *valid);
 void fuzz_mla_apply(attest_case *c, fuzz_input *in, int *valid);
 
+/* Knobs bits 3 and 4 both set (a quarter of the tails): the case's pool moves past 2^31 or
+ * 2^32 bytes, held sparsely (gen_spread.c); otherwise it never does, so that an input means one
+ * case whatever the generator's default rate. */
+static inline int fuzz_high_pool_knob(uint8_t knobs) { return (knobs & 0x18) == 0x18; }
+
 /* Generator options from the knobs byte. */
 void fuzz_indexer_knobs(uint8_t knobs, attest_gen_options *opt);
 void fuzz_mla_knobs(uint8_t knobs, attest_gen_options *opt);

@@ -266,6 +266,7 @@ void fuzz_mla_knobs(uint8_t knobs, attest_gen_options *opt)
 {
     if (knobs & 1) opt->layout = (knobs & 2) ? ATTEST_LAYOUT_MLA_V32 : ATTEST_LAYOUT_MLA_V4;
     opt->edge_bytes = (knobs & 4) ? 0 : 1;
+    opt->high_pools = fuzz_high_pool_knob(knobs) ? 1000 : 0;
 }
 
 void fuzz_mla_apply(attest_case *c, fuzz_input *in, int *valid)
@@ -311,6 +312,7 @@ enum {
     F_S_Q1 = F_HEADS + 6, F_S_Q2,
     F_BATCH1, F_BATCH2_3, F_BATCH4,
     F_TOPK_ONE_TILE, F_TOPK_TILES,
+    F_POOL_PAST_2G,
     F_COUNT
 };
 
@@ -326,6 +328,7 @@ const char *const fuzz_mla_feature_names[] = {
     "s_q=1", "s_q>=2",
     "b=1", "b=2-3", "b>=4",
     "topk<=64", "topk>64",
+    "pool>2^31",
 };
 const int fuzz_mla_feature_count = F_COUNT;
 _Static_assert(sizeof fuzz_mla_feature_names / sizeof fuzz_mla_feature_names[0] == F_COUNT,
@@ -418,6 +421,10 @@ void fuzz_mla_features(const attest_case *c, uint8_t *hits)
 {
     const attest_mla_params *p = &c->params.mla;
     fuzz_hit(hits, p->layout == ATTEST_LAYOUT_MLA_V32 ? F_V32 : F_V4);
+    if ((uint64_t)p->num_pages * (uint64_t)p->page_stride > (UINT64_C(1) << 31) ||
+        (p->has_extra &&
+         (uint64_t)p->extra_num_pages * (uint64_t)p->extra_page_stride > (UINT64_C(1) << 31)))
+        fuzz_hit(hits, F_POOL_PAST_2G);
     if (p->has_extra) fuzz_hit(hits, F_EXTRA);
     const attest_tensor *lt = attest_case_tensor_const(c, "topk_length");
     const int32_t *lens = lt ? lt->data : NULL;

@@ -32,6 +32,10 @@ typedef struct attest_gen_options {
     int32_t production_heads; /* 1 (default): about 1% of cases take h = 64 or 128 heads (the
                                  V4 and V3.2 production counts) above max_heads, with one
                                  request of one query row; 0: never */
+    int32_t high_pools;       /* per mille of cases (default 10, fuzzing bounds 30; 1000: every
+                                 case) whose pools move to a pool of millions of pages, past
+                                 2^31 or 2^32 bytes, held sparsely (case.h: sparse pools); 0:
+                                 never. Cases with truth tensors never move */
 } attest_gen_options;
 
 /* Returns the default bounds for a kernel family. */

@@ -25,8 +25,14 @@ enum {
      * table entries past a request's blocks, where extreme exponents go), from a stream of their
      * own so that the older draws of every seed stay what they were wherever the new ones do not
      * change the case on purpose. */
-    GEN_STREAM_MIX = 8
+    GEN_STREAM_MIX = 8,
+    GEN_STREAM_HIGH_POOL = 9 /* whether and where a case's pools move past 2^31 (gen_spread.c) */
 };
+
+/* Moves the case's pool (and, half the time, an mla extra scope's) to a pool of millions of
+ * pages held sparsely, past 2^31 or 2^32 bytes; indices, block tables and info's page tables
+ * follow (gen_spread.c). The case is unchanged when its pool cannot reach the boundary. */
+attest_status gen_spread_pools(attest_case *c, attest_rng *r, attest_gen_info *info);
 
 /* Draws whether a case takes a production head count (64 or 128, about 1% of cases) from the
  * mix stream; returns it, or `heads` unchanged. Such a case has one request of one query row

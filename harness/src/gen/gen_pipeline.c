@@ -180,6 +180,8 @@ attest_status attest_pipeline_generate(uint64_t seed, const attest_pipeline_gen_
     o.max_len = bounds->max_len;
     o.max_topk = bounds->max_topk;
     o.max_next_n = bounds->max_next_n;
+    /* The decode pool is built from the indexer's, page by page: both stay as drawn. */
+    o.high_pools = 0;
     attest_status st = attest_generate_case(&o, seed, &out->indexer);
     if (st != ATTEST_OK) return st;
     attest_rng shape, vals, qr, edges, ties;

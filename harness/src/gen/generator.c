@@ -28,6 +28,7 @@ attest_gen_options attest_gen_defaults(attest_kernel kernel)
     o.with_truth = 0;
     o.edge_bytes = 1;
     o.production_heads = 1;
+    o.high_pools = 10;
     if (kernel == ATTEST_KERNEL_MLA_DECODE) o.max_batch = 3;
     return o;
 }
@@ -40,6 +41,7 @@ attest_gen_options attest_gen_fuzz_defaults(attest_kernel kernel)
     o.max_len = 80; /* past the 64-token page and block boundary */
     o.max_topk = 16;
     o.production_heads = 0;
+    o.high_pools = 30;
     return o;
 }
 
@@ -82,6 +84,7 @@ static attest_status check_options(const attest_gen_options *o)
     ATTEST_FORWARD(check_bound("with_truth", o->with_truth, 0, 1));
     ATTEST_FORWARD(check_bound("edge_bytes", o->edge_bytes, 0, 1));
     ATTEST_FORWARD(check_bound("production_heads", o->production_heads, 0, 1));
+    ATTEST_FORWARD(check_bound("high_pools", o->high_pools, 0, 1000));
     if (o->kernel == ATTEST_KERNEL_INDEXER) {
         ATTEST_RETURN_IF(o->layout != 0 && o->layout != ATTEST_LAYOUT_C4_INDEXER,
                          ATTEST_ERR_INVALID_ARGUMENT,
@@ -113,6 +116,12 @@ attest_status attest_generate_case_info(const attest_gen_options *opt, uint64_t 
     out->seed = seed;
     attest_status st = opt->kernel == ATTEST_KERNEL_INDEXER ? gen_indexer_case(opt, seed, out, info)
                                                             : gen_mla_case(opt, seed, out, info);
+    if (st == ATTEST_OK && opt->high_pools > 0 && !opt->with_truth) {
+        attest_rng r;
+        attest_rng_seed_stream(&r, seed, GEN_STREAM_HIGH_POOL);
+        if (attest_rng_below(&r, 1000) < (uint64_t)opt->high_pools)
+            st = gen_spread_pools(out, &r, info);
+    }
     if (st != ATTEST_OK) {
         attest_case_free(out);
         attest_gen_info_free(info);

@@ -96,6 +96,8 @@ static attest_status reshape(const attest_case *src, axis_kind k, const int64_t 
     dst->kernel = src->kernel;
     dst->seed = src->seed;
     dst->params = src->params;
+    /* A sparse pool stays sparse: fewer requests, rows or indices only reach fewer pages. */
+    dst->sparse_pools = src->sparse_pools;
     if (n_keep >= 0) set_axis_count(dst, k, (int32_t)n_keep);
     ATTEST_FORWARD(attest_case_define_tensors(dst, has_truth(src)));
     ATTEST_FORWARD(attest_case_alloc_heap(dst));
@@ -109,7 +111,13 @@ static attest_status reshape(const attest_case *src, axis_kind k, const int64_t 
         int folded = 0;
         const int axis = n_keep >= 0 ? tensor_axis(src, t->name, k, &folded) : -1;
         if (axis < 0) {
-            if (s->nbytes == t->nbytes) memcpy(t->data, s->data, t->nbytes);
+            if (s->nbytes == t->nbytes) {
+                attest_status st = attest_case_copy_tensor(dst, src, (size_t)(s - src->tensors));
+                if (st != ATTEST_OK) {
+                    attest_case_free(dst);
+                    return st;
+                }
+            }
             continue;
         }
         if (!folded) {

@@ -209,13 +209,15 @@ static void sparse_copy(const arena *a, const arena_slot *s, const uint8_t *from
     }
 }
 
-/* Gives the last case's sparse extents back to the system: each sparse case writes other pages
- * of a mapping of gigabytes, which would otherwise stay committed, case after case. */
+/* Gives what the last case wrote from its first sparse pool on back to the system: each sparse
+ * case writes other pages of a mapping of gigabytes (its extents, and the tensors after the pool,
+ * whose offsets move with the pool's size), which would otherwise stay committed, case after
+ * case. Punching the range costs in the pages present, not in its size. */
 static void sparse_release(arena *a)
 {
-    if (a->base != NULL)
-        for (size_t k = 0; k < a->num_extents; k++)
-            (void)madvise(a->base + a->extents[k].at, a->extents[k].len, MADV_REMOVE);
+    if (a->base != NULL && a->sparse_end > a->sparse_begin && a->sparse_end <= a->capacity)
+        (void)madvise(a->base + a->sparse_begin, a->sparse_end - a->sparse_begin, MADV_REMOVE);
+    a->sparse_begin = a->sparse_end = 0;
     a->num_extents = 0;
 }
 
@@ -225,12 +227,11 @@ int arena_protect_sparse(const arena_control *ctl, int protect)
     uint8_t *base = (uint8_t *)ctl;
     for (uint32_t i = 0; i < ctl->num_sparse && i < ARENA_MAX_SPARSE; i++) {
         const arena_sparse *sp = &ctl->sparse[i];
+        const int prot = protect ? PROT_NONE : PROT_READ | PROT_WRITE;
+        rc |= mprotect(base + sp->guard, ARENA_SPARSE_GUARD, prot);
         if (sp->protect_end <= sp->data) continue;
-        if (!protect) {
-            rc |= mprotect(base + sp->data, sp->protect_end - sp->data, PROT_READ | PROT_WRITE);
-            continue;
-        }
-        rc |= mprotect(base + sp->data, sp->protect_end - sp->data, PROT_NONE);
+        rc |= mprotect(base + sp->data, sp->protect_end - sp->data, prot);
+        if (!protect) continue;
         for (uint32_t k = 0; k < sp->num_extents; k++) {
             const arena_extent *e = &ctl->extents[sp->first_extent + k];
             if (e->at >= sp->protect_end) continue; /* the partial last page: never protected */
@@ -270,12 +271,21 @@ int arena_describe_fault(const arena_control *ctl, const void *addr, char *msg, 
     const uint8_t *base = (const uint8_t *)ctl, *p = addr;
     for (uint32_t i = 0; i < ctl->num_sparse && i < ARENA_MAX_SPARSE; i++) {
         const arena_sparse *sp = &ctl->sparse[i];
-        if (p < base + sp->data || p >= base + sp->data + sp->nbytes) continue;
-        const uint64_t off = (uint64_t)(p - (base + sp->data));
-        size_t at = 0;
         char name[sizeof sp->name];
         memcpy(name, sp->name, sizeof name);
         name[sizeof name - 1] = '\0';
+        if (p >= base + sp->guard && p < base + sp->guard + ARENA_SPARSE_GUARD) {
+            size_t at = 0;
+            put_str(msg, cap, &at, "access ");
+            put_u64(msg, cap, &at, (uint64_t)(base + sp->data - p));
+            put_str(msg, cap, &at, " bytes before sparse pool '");
+            put_str(msg, cap, &at, name);
+            put_str(msg, cap, &at, "' (an offset that wrapped below 0: 32-bit offset arithmetic?)");
+            return 1;
+        }
+        if (p < base + sp->data || p >= base + sp->data + sp->nbytes) continue;
+        const uint64_t off = (uint64_t)(p - (base + sp->data));
+        size_t at = 0;
         put_str(msg, cap, &at, "access to unplaced page ");
         put_u64(msg, cap, &at, sp->page_bytes ? off / sp->page_bytes : 0);
         put_str(msg, cap, &at, " of '");
@@ -319,10 +329,16 @@ attest_status arena_place(arena *a, const attest_case *src, int *remapped)
         s->dtype = t->dtype;
         const unsigned pool = attest_case_tensor_pool(src, i);
         s->sparse = t->role == ATTEST_ROLE_INPUT && (src->sparse_pools & pool) != 0;
-        /* A sparse pool starts on an OS page, so its pages can be protected one by one. */
-        s->data = s->sparse ? align_up(offset + ARENA_CANARY_BYTES, os_page())
-                            : offset + ARENA_CANARY_BYTES;
-        s->pre_begin = s->data - ARENA_CANARY_BYTES;
+        /* A sparse pool starts on an OS page, so its pages can be protected one by one, after
+         * its guard and a canary of one OS page. */
+        if (s->sparse) {
+            const size_t guard = align_up(offset, os_page());
+            s->pre_begin = guard + ARENA_SPARSE_GUARD;
+            s->data = s->pre_begin + os_page();
+        } else {
+            s->data = offset + ARENA_CANARY_BYTES;
+            s->pre_begin = s->data - ARENA_CANARY_BYTES;
+        }
         s->nbytes = t->nbytes;
         s->post_end = align_up(s->data + t->nbytes + ARENA_CANARY_BYTES, ARENA_ALIGN);
         s->checksum = t->role == ATTEST_ROLE_INPUT && !s->sparse
@@ -372,6 +388,12 @@ attest_status arena_place(arena *a, const attest_case *src, int *remapped)
         if (s->sparse) {
             arena_sparse *sp = &ctl->sparse[ctl->num_sparse++];
             memset(sp, 0, sizeof *sp);
+            sp->guard = s->pre_begin - ARENA_SPARSE_GUARD;
+            if (a->sparse_end == 0) {
+                a->sparse_begin = sp->guard;
+                a->sparse_end = offset;
+            }
+            sp->pre_begin = s->pre_begin;
             sp->data = s->data;
             sp->nbytes = s->nbytes;
             sp->protect_end = (s->data + s->nbytes) / os_page() * os_page();

@@ -29,6 +29,11 @@
  * a candidate runs, the rest of the pool is PROT_NONE (exec_run), so an access there faults. */
 #define ARENA_MAX_EXTENTS 4096u
 #define ARENA_MAX_SPARSE 2u
+/* Below a sparse pool, 2^31 bytes never placed (PROT_NONE during a run too): a page offset that
+ * wraps in 32-bit signed arithmetic lands in [pool - 2^31, pool + 2^31), so it faults in the
+ * guard or on an unplaced page, in every process alike, instead of reading whatever the
+ * process happens to have mapped there (a verdict that would change with the address layout). */
+#define ARENA_SPARSE_GUARD (UINT64_C(1) << 31)
 
 typedef struct arena_extent {
     uint64_t at;   /* arena offset (OS-page aligned but for the pool's partial last page) */
@@ -37,6 +42,8 @@ typedef struct arena_extent {
 
 /* A sparse pool as the worker needs it: what to protect and where its extents are listed. */
 typedef struct arena_sparse {
+    uint64_t guard;         /* [guard, guard + ARENA_SPARSE_GUARD): the guard below the pool */
+    uint64_t pre_begin;     /* the pool's canary: [pre_begin, data) */
     uint64_t data;          /* the pool's arena offset (OS-page aligned) */
     uint64_t nbytes;        /* the pool's size */
     uint64_t protect_end;   /* [data, protect_end): OS pages outside every extent get PROT_NONE */
@@ -86,6 +93,8 @@ typedef struct arena {
     size_t num_extents;   /* the sparse pools' extents, parent-private (the control page's copy
                            * is the worker's); released (MADV_REMOVE) when the next case lands */
     arena_extent extents[ARENA_MAX_EXTENTS];
+    size_t sparse_begin, sparse_end; /* [begin, end): what the last case placed from its first
+                                        sparse pool's guard on (sparse_release) */
 } arena;
 
 void arena_init(arena *a);

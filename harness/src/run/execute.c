@@ -95,7 +95,8 @@ static int copy_region(const attest_device_ops *ops, const arena_control *ctl, v
     } while (0)
     for (uint32_t i = 0; i < ctl->num_sparse && i < ARENA_MAX_SPARSE && rc == 0; i++) {
         const arena_sparse *sp = &ctl->sparse[i];
-        COPY(cursor, sp->data - cursor);
+        COPY(cursor, sp->guard - cursor);
+        COPY(sp->pre_begin, sp->data - sp->pre_begin);
         for (uint32_t k = 0; k < sp->num_extents; k++)
             COPY(ctl->extents[sp->first_extent + k].at, ctl->extents[sp->first_extent + k].len);
         cursor = sp->data + sp->nbytes;
