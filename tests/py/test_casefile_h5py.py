@@ -381,6 +381,56 @@ def check_usage(tmp):
         check(rc == 2 and len(err.strip().splitlines()) == 1, f"usage error ({what}) exits 2, one line")
 
 
+# 5. Sparse pools (schema version 2: cache_pages) -------------------------------------------------
+
+def check_sparse(tmp, rng):
+    """A sparse pool written with h5py as docs/case-format.md says: page 1 of a dense two-page
+    case moved to page 60000 of a 70000-page pool (2.6 GB, the page past 2^31 bytes), only the
+    two pages stored. Its reference is the dense case's, and a file that misses a reached page
+    or lists pages out of order is refused naming cache_pages."""
+    dense = os.path.join(tmp, "sparse_dense.h5")
+    write_single_index_case(dense, "mla-v4", rng, with_truth=False)
+    P, stride, far, num_pages = 64, math.ceil(64 * 584 / 576) * 576, 60000, 70000
+    check(far * stride > 2 ** 31, "the moved page starts past 2^31 bytes")
+    sparse = os.path.join(tmp, "sparse.h5")
+    with h5py.File(dense) as d, h5py.File(sparse, "w") as f:
+        f.attrs.update({k: v for k, v in d.attrs.items()})
+        f.attrs["num_pages"] = num_pages
+        pool = d["cache_bytes"][...].reshape(2, stride)
+        pages = np.array([0, far], np.int32)
+        f["cache_pages"] = pages
+        f["cache_bytes"] = pool
+        idx = d["indices"][...]
+        moved = np.where(idx >= P, idx - P + far * P, idx).astype(np.int32)
+        f["indices"] = moved
+        f["q_bf16"] = d["q_bf16"][...]
+    refs = []
+    for case in (dense, sparse):
+        out = case.replace(".h5", "_ref.h5")
+        rc, _, err = run(["reference", case, "--out", out, "--mode", "simulated"])
+        check(rc == 0, f"{os.path.basename(case)}: reference exit 0 ({err.strip()})")
+        if rc != 0:
+            return
+        with h5py.File(out) as r:
+            refs.append((r["out"][...], r["lse"][...]))
+    check(np.array_equal(refs[0][0], refs[1][0]) and np.array_equal(refs[0][1], refs[1][1]),
+          "the sparse pool's reference is the dense case's, bit for bit")
+    if os.path.getsize(sparse) > 1 << 20:
+        check(False, "a sparse file stores the pages, not the pool")
+    rc, out, err = run(["check", sparse, "--candidate", "cpu-mla-decode"])
+    check(rc == 0, f"cpu-mla-decode passes the sparse case: exit {rc}\n{out}{err}")
+    missing = broken(tmp, sparse, "sparse_missing.h5", lambda f: (
+        replace(f, "cache_pages", np.array([0], np.int32)),
+        replace(f, "cache_bytes", f["cache_bytes"][...][:1])))
+    expect_error(tmp, missing, "cache_pages: page 60000 is reached")
+    unsorted = broken(tmp, sparse, "sparse_unsorted.h5", lambda f: replace(
+        f, "cache_pages", np.array([far, 0], np.int32)))
+    expect_error(tmp, unsorted, "cache_pages[1]")
+    short = broken(tmp, sparse, "sparse_short.h5", lambda f: replace(
+        f, "cache_bytes", f["cache_bytes"][...][:1]))
+    expect_error(tmp, short, "cache_bytes")
+
+
 def main():
     rng = np.random.default_rng(20240611)
     tmp = tempfile.mkdtemp(prefix="attest-casefile-py-")
@@ -390,6 +440,7 @@ def main():
         check_single_index(tmp, "mla-v32", rng)
         check_groups(tmp, rng)
         check_broken(tmp, rng)
+        check_sparse(tmp, rng)
         check_usage(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
