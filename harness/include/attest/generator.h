@@ -38,6 +38,9 @@ typedef struct attest_gen_options {
                                  never. Cases with truth tensors never move */
 } attest_gen_options;
 
+/* attest_gen_options has high_pools (code built against older headers tests for it). */
+#define ATTEST_GEN_HIGH_POOLS 1
+
 /* Returns the default bounds for a kernel family. */
 attest_gen_options attest_gen_defaults(attest_kernel kernel);
 
