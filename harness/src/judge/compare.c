@@ -148,11 +148,18 @@ static double dtype_step(attest_dtype dtype, double x)
     return out;
 }
 
-double attest_element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r, double b)
+/* attest_element_tolerance, inline in the comparison loop (a call per judged element). */
+static inline double element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r,
+                                       double b)
 {
     const double kb = tol->bound_factor * (isfinite(b) ? b : INFINITY);
     if (!isfinite(kb)) return INFINITY;
     return kb + 0.5 * dtype_step(dtype, fabs(r) + kb);
+}
+
+double attest_element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r, double b)
+{
+    return element_tolerance(tol, dtype, r, b);
 }
 
 double attest_rounding_error(attest_dtype dtype, double x)
@@ -254,7 +261,7 @@ attest_status attest_compare_tensor_bounded(const double *ref, const double *bou
         /* The element's own tolerance; without bounds the larger of atol and rtol * |r|. */
         double t;
         if (use_bounds) {
-            t = attest_element_tolerance(tol, cand_dtype, r, bound[i]);
+            t = element_tolerance(tol, cand_dtype, r, bound[i]);
             if (fabs(r) > t) informative = 1;
             if (t > m->atol_effective) m->atol_effective = t;
             sum_sq_tol += isfinite(t) ? t * t : INFINITY;
