@@ -27,10 +27,11 @@ void gen_wave_init(gen_wave *w, attest_rng *rng, uint32_t dims)
 }
 
 /* Parabolic approximation of sin(2 pi x) for x = ph / 65536 in [0, 1): exact IEEE arithmetic,
- * and branch-free (random phases would defeat a branch predictor). */
-static inline float wave_at(const gen_wave *w, uint32_t d, int64_t key)
+ * and branch-free (random phases would defeat a branch predictor). A position's phase is
+ * (step * key + phase) mod 2^16: the low 16 bits of a product and a sum depend only on the
+ * low bits of their operands, so 32-bit arithmetic gives it (and vectorizes). */
+static inline float wave_of(uint32_t ph)
 {
-    uint32_t ph = (uint32_t)((uint64_t)w->step[d] * (uint64_t)key + w->phase[d]) & 0xFFFFu;
     const float sign = 1.0f - (float)(ph >> 15) * 2.0f;     /* second half period: negative */
     const float y = (float)(ph & 0x7FFFu) * (1.0f / 65536.0f); /* [0, 0.5) */
     return sign * 16.0f * y * (0.5f - y);
@@ -130,11 +131,30 @@ int32_t gen_mix_heads(const attest_gen_options *opt, attest_rng *mix, int32_t he
     return attest_rng_bernoulli(mix, 0.5) ? 64 : 128;
 }
 
+/* out[j] = amp * (0.8 * wave + noise * noise_from_bits(bits[j])) for n dims whose wave steps and
+ * phases start at step, phase; in blocks of a fixed 16 that the compiler vectorizes at -O2 (it
+ * needs a known count and no aliasing), then any rest. */
+#define WAVE_BLOCK 16u
+static void wave_values(float *restrict out, const uint32_t *restrict step,
+                        const uint32_t *restrict phase, const uint32_t *restrict bits, uint32_t n,
+                        uint32_t key, float amp, float noise)
+{
+    uint32_t j = 0;
+    for (; j + WAVE_BLOCK <= n; j += WAVE_BLOCK)
+        for (uint32_t k = j; k < j + WAVE_BLOCK; k++)
+            out[k] = amp * (0.8f * wave_of((step[k] * key + phase[k]) & 0xFFFFu) +
+                            noise * noise_from_bits(bits[k]));
+    for (; j < n; j++)
+        out[j] = amp * (0.8f * wave_of((step[j] * key + phase[j]) & 0xFFFFu) +
+                        noise * noise_from_bits(bits[j]));
+}
+
 void gen_token_values(const attest_layout *layout, const gen_wave *w, const gen_value_cfg *cfg,
                       attest_rng *vals, attest_rng *edges, int64_t key, float *out)
 {
     const uint32_t tile = layout->scale_tile;
     const int any_tile = cfg->extreme_rate > 0.0 && extreme_key(cfg, key);
+    const float noise = cfg->noise; /* out may alias cfg for the compiler: read it once */
     for (uint32_t s = 0; s < layout->num_scales; s++) {
         int32_t u = (int32_t)attest_rng_range(vals, cfg->tile_exp_lo, cfg->tile_exp_hi);
         if (cfg->extreme_rate > 0.0 && (any_tile || ((cfg->extreme_tiles >> s) & 1u)) &&
@@ -146,22 +166,26 @@ void gen_token_values(const attest_layout *layout, const gen_wave *w, const gen_
         const uint32_t d0 = s * tile;
         uint32_t d1 = d0 + tile;
         if (d1 > layout->fp8_dim) d1 = layout->fp8_dim;
-        for (uint32_t d = d0; d < d1; d += 2) {
-            uint64_t bits = attest_rng_u64_inline(vals);
-            out[d] = amp * (0.8f * wave_at(w, d, key) + cfg->noise * noise_from_bits((uint32_t)bits));
-            if (d + 1 < d1)
-                out[d + 1] = amp * (0.8f * wave_at(w, d + 1, key) +
-                                    cfg->noise * noise_from_bits((uint32_t)(bits >> 32)));
+        /* One 64-bit draw per two dims, low half first: drawn first (the generator's
+         * sequential part), then the values as a loop over dims that vectorizes. */
+        uint32_t halves[GEN_MAX_DIM + 1];
+        for (uint32_t j = 0; j < d1 - d0; j += 2) {
+            const uint64_t bits = attest_rng_u64_inline(vals);
+            halves[j] = (uint32_t)bits;
+            halves[j + 1] = (uint32_t)(bits >> 32);
         }
+        wave_values(out + d0, w->step + d0, w->phase + d0, halves, d1 - d0, (uint32_t)key, amp,
+                    noise);
         if (cfg->edge_rate > 0.0 && attest_rng_bernoulli(edges, cfg->edge_rate))
             craft_tile(out + d0, d1 - d0, edges);
     }
     /* The rope part is stored as bf16, unquantized: amplitude 1, same position encoding. */
-    for (uint32_t r = 0; r < layout->rope_dim; r++) {
-        uint32_t d = layout->fp8_dim + r;
-        out[d] = 0.8f * wave_at(w, d, key) +
-                 cfg->noise * noise_from_bits((uint32_t)(attest_rng_u64_inline(vals) >> 32));
-    }
+    uint32_t high[GEN_MAX_DIM];
+    const uint32_t rope = layout->rope_dim < GEN_MAX_DIM ? layout->rope_dim : GEN_MAX_DIM;
+    for (uint32_t r = 0; r < rope; r++) high[r] = (uint32_t)(attest_rng_u64_inline(vals) >> 32);
+    /* Amplitude 1: amp * x == x exactly, so the same helper computes these too. */
+    wave_values(out + layout->fp8_dim, w->step + layout->fp8_dim, w->phase + layout->fp8_dim, high,
+                rope, (uint32_t)key, 1.0f, noise);
 }
 
 int32_t gen_draw_len(attest_rng *rng, int32_t max_len, int32_t unit)
