@@ -397,6 +397,86 @@ static void test_topk_ties(void **state)
     near(recall, 2.0 / 3);
 }
 
+/* Top-k under computed bounds: any values within every element's tolerance may reorder the
+ * top-k, so a candidate whose every element passes never fails the gate. The rule before matched
+ * each swap against the k-th score's tolerance only and failed the first case below. */
+static void topk_of(const double *v, int32_t n, int32_t k, int32_t *set)
+{
+    for (int32_t j = 0; j < k; ++j) {
+        int32_t best = -1;
+        for (int32_t i = 0; i < n; ++i) {
+            int taken = 0;
+            for (int32_t t = 0; t < j; ++t) taken |= set[t] == i;
+            if (!taken && (best < 0 || v[i] > v[best])) best = i;
+        }
+        set[j] = best;
+    }
+}
+
+static void test_topk_bounded_swaps(void **state)
+{
+    (void)state;
+    attest_tolerance tol;
+    memset(&tol, 0, sizeof tol);
+    tol.bound_factor = 1;
+    tol.topk_min_recall = 1;
+    attest_tensor_metrics m;
+    /* Position 0's own tolerance is the wide one: 0.45 is within it, so 0 and 2 may swap. */
+    const double r[3] = {2.0, 1.0, 0.5}, b[3] = {1.6, 0.01, 0.01};
+    const int32_t len[1] = {3}, ref_set[2] = {0, 1}, cand_set[2] = {1, 2};
+    memset(&m, 0, sizeof m);
+    assert_ok(attest_compare_topk_bounded(r, b, 1, 3, len, cand_set, ref_set, 2, &tol, &m));
+    near(m.topk_recall, 1);
+    assert_int_equal(m.failed_gates, 0);
+    /* Narrow tolerances: the same swap is a miss. */
+    const double narrow[3] = {0.1, 0.01, 0.01};
+    memset(&m, 0, sizeof m);
+    assert_ok(attest_compare_topk_bounded(r, narrow, 1, 3, len, cand_set, ref_set, 2, &tol, &m));
+    near(m.topk_recall, 0.5);
+    assert_true(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_TOPK));
+
+    /* Random rows: candidate values drawn within each element's tolerance always pass; a
+     * candidate that swaps in the row's lowest score for its highest fails once the two
+     * intervals are apart. */
+    enum { N = 24, K = 6 };
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    int separated = 0;
+    for (int trial = 0; trial < 2000; ++trial) {
+        double rr[N], bb[N], cc[N];
+        for (int i = 0; i < N; ++i) {
+            x = x * 6364136223846793005u + 1442695040888963407u;
+            rr[i] = (double)(x >> 11) / 9007199254740992.0 * 4.0;
+            x = x * 6364136223846793005u + 1442695040888963407u;
+            bb[i] = (double)(x >> 11) / 9007199254740992.0 * ((trial % 3) ? 0.3 : 2.0);
+            x = x * 6364136223846793005u + 1442695040888963407u;
+            cc[i] = rr[i] + bb[i] * (2.0 * (double)(x >> 11) / 9007199254740992.0 - 1.0);
+        }
+        int32_t rs[K], cs[K], n[1] = {N};
+        topk_of(rr, N, K, rs);
+        topk_of(cc, N, K, cs);
+        memset(&m, 0, sizeof m);
+        assert_ok(attest_compare_topk_bounded(rr, bb, 1, N, n, cs, rs, K, &tol, &m));
+        if (m.topk_recall != 1.0)
+            fail_msg("trial %d: a candidate within every tolerance got recall %.3f", trial,
+                     m.topk_recall);
+        int32_t lo = 0, hi = 0;
+        for (int i = 1; i < N; ++i) {
+            if (rr[i] < rr[lo]) lo = i;
+            if (rr[i] > rr[hi]) hi = i;
+        }
+        if (rr[lo] + bb[lo] >= rr[hi] - bb[hi]) continue;
+        int32_t bad[K];
+        memcpy(bad, rs, sizeof bad);
+        for (int j = 0; j < K; ++j)
+            if (bad[j] == hi) bad[j] = lo;
+        memset(&m, 0, sizeof m);
+        assert_ok(attest_compare_topk_bounded(rr, bb, 1, N, n, bad, rs, K, &tol, &m));
+        assert_true(m.topk_recall < 1.0);
+        separated++;
+    }
+    assert_true(separated > 100);
+}
+
 /* Top-k malformed candidates: duplicates and out-of-range positions are errors; -1 pads. */
 static void test_topk_malformed(void **state)
 {
@@ -482,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_invalid_arguments),
         cmocka_unit_test(test_gate_names),
         cmocka_unit_test(test_topk_ties),
+        cmocka_unit_test(test_topk_bounded_swaps),
         cmocka_unit_test(test_topk_malformed),
         cmocka_unit_test(test_topk_gate),
     };

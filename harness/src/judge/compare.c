@@ -347,6 +347,14 @@ static attest_status mark_set(uint8_t *marks, int32_t len, const int32_t *set, i
     return ATTEST_OK;
 }
 
+/* Ascending, NaN last: a total order for qsort. */
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    if (isnan(x) || isnan(y)) return (isnan(x) != 0) - (isnan(y) != 0);
+    return (x > y) - (x < y);
+}
+
 /* The row comparison; *cand_bad tells a malformed candidate (a verdict for the caller) from a
  * malformed reference set (a harness bug). */
 static attest_status topk_row(const double *ref_scores, const double *elem_tol, int32_t len,
@@ -382,25 +390,48 @@ static attest_status topk_row(const double *ref_scores, const double *elem_tol, 
 
     /* The k-th reference score, recomputed from the scores rather than trusted from the order. */
     double kth = INFINITY;
-    int32_t kth_pos = -1;
+    int have_kth = 0;
     for (int32_t j = 0; j < k; ++j)
-        if (ref_set[j] != -1 && (kth_pos < 0 || ref_scores[ref_set[j]] < kth)) {
+        if (ref_set[j] != -1 && (!have_kth || ref_scores[ref_set[j]] < kth)) {
             kth = ref_scores[ref_set[j]];
-            kth_pos = ref_set[j];
+            have_kth = 1;
         }
     double band = fmax(tie_atol, tie_rtol * fabs(kth));
     if (!isfinite(band)) band = isfinite(tie_atol) ? tie_atol : 0.0;
-    /* With element tolerances, the k-th score may itself be off by its own tolerance, and a
-     * position p by T_p: p and the k-th may swap when their intervals touch. */
-    const double kth_tol = elem_tol != NULL ? elem_tol[kth_pos] : 0.0;
-    const double lo = kth - band - kth_tol, hi = kth + band + kth_tol;
-
     int32_t common = 0, extra_ties = 0, missed_ties = 0;
+    if (elem_tol != NULL) {
+        /* A candidate-only p may stand in for a reference-only q when some values within the
+         * element tolerances rank p at or above q: r_p + T_p + band >= r_q - T_q. Comparing each
+         * p against the k-th score and its tolerance alone (the rule before) missed the pairs
+         * where q's own tolerance is the wide one: a correct kernel whose every element passed
+         * could fail the gate. The pairs form a threshold graph (p's partners are every q whose
+         * lower end is at most p's upper end), so matching the sorted ends greedily is maximal. */
+        double *upper = malloc(2 * ((size_t)k + 1) * sizeof *upper);
+        if (upper == NULL) {
+            free(marks);
+            return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "top-k: out of memory (k %d)", (int)k);
+        }
+        double *lower = upper + (size_t)k + 1;
+        for (int32_t p = 0; p < len; ++p) {
+            if (marks[p] == 3u) ++common;
+            else if (marks[p] == 2u && extra_ties <= k) upper[extra_ties++] = ref_scores[p] + elem_tol[p] + band;
+            else if (marks[p] == 1u && missed_ties <= k) lower[missed_ties++] = ref_scores[p] - elem_tol[p];
+        }
+        qsort(upper, (size_t)extra_ties, sizeof *upper, cmp_double);
+        qsort(lower, (size_t)missed_ties, sizeof *lower, cmp_double);
+        int32_t matched = 0;
+        for (int32_t i = 0; i < extra_ties && matched < missed_ties; ++i)
+            if (lower[matched] <= upper[i]) ++matched;
+        free(upper);
+        free(marks);
+        *recall = (double)(common + matched) / (double)n_ref;
+        return ATTEST_OK;
+    }
+    const double lo = kth - band, hi = kth + band;
     for (int32_t p = 0; p < len; ++p) {
-        const double tp = elem_tol != NULL ? elem_tol[p] : 0.0;
         if (marks[p] == 3u) ++common;
-        else if (marks[p] == 2u && ref_scores[p] + tp >= lo) ++extra_ties;
-        else if (marks[p] == 1u && ref_scores[p] - tp <= hi) ++missed_ties;
+        else if (marks[p] == 2u && ref_scores[p] >= lo) ++extra_ties;
+        else if (marks[p] == 1u && ref_scores[p] <= hi) ++missed_ties;
     }
     free(marks);
     int32_t hits = common + (extra_ties < missed_ties ? extra_ties : missed_ties);
