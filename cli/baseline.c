@@ -17,6 +17,7 @@
 #include "attest/files.h"
 #include "attest/results.h"
 #include "attest/runner.h"
+#include "baseline_run.h"
 #include "check.h"
 #include "commands.h"
 #include "attest/campaign.h"
@@ -143,8 +144,7 @@ attest_status attest_baseline_judge(const attest_case *c, const attest_conventio
     return ATTEST_OK;
 }
 
-/* Summed |error| of each side over every output. */
-static void side_errors(const attest_baseline_result *br, double *en, double *eo)
+void attest_baseline_side_errors(const attest_baseline_result *br, double *en, double *eo)
 {
     *en = *eo = 0;
     for (int32_t k = 0; k < br->num_outputs; k++) {
@@ -175,7 +175,7 @@ void attest_baseline_pair_row(const attest_case_record *nw, const attest_case_re
     row->num_outputs = bitwise ? 0 : br->num_outputs;
     for (int32_t k = 0; k < row->num_outputs; k++) row->outputs[k] = br->metrics[k];
     double en, eo;
-    side_errors(br, &en, &eo);
+    attest_baseline_side_errors(br, &en, &eo);
     uint64_t differ = 0;
     for (int32_t k = 0; k < br->num_outputs; k++) differ += br->bitwise_differ[k];
     /* Through a wide buffer: the notes may not fit the row, and a cut note is still news. */
@@ -191,32 +191,38 @@ void attest_baseline_pair_row(const attest_case_record *nw, const attest_case_re
     row->message[sizeof row->message - 1] = '\0';
 }
 
-void attest_baseline_print(const attest_baseline_result *br, int bitwise, const char *indent)
+void attest_baseline_fprint(FILE *f, const attest_baseline_result *br, int bitwise,
+                            const char *indent)
 {
     char gates[96] = "";
     attest_gate_mask_string(br->failed_gates, gates, sizeof gates);
-    printf("%snew vs old (%s): DIFFER%s%s", indent, bitwise ? "bitwise" : "within both bounds",
+    fprintf(f, "%snew vs old (%s): DIFFER%s%s", indent, bitwise ? "bitwise" : "within both bounds",
            gates[0] ? " gates " : "", gates);
     if (br->first_index >= 0) {
         uint64_t total_differ = 0;
         for (int32_t k = 0; k < br->num_outputs; k++) total_differ += br->bitwise_differ[k];
-        printf("; %" PRIu64 " elements differ bitwise, first %s[%" PRId64 "]: new %.9g, old %.9g",
+        fprintf(f, "; %" PRIu64 " elements differ bitwise, first %s[%" PRId64 "]: new %.9g, old %.9g",
                total_differ, br->first_name, br->first_index, br->first_new, br->first_old);
     }
     for (int32_t k = 0; !bitwise && k < br->num_outputs; k++)
         if (br->metrics[k].failed_gates) {
             const attest_tensor_metrics *m = &br->metrics[k];
-            printf("; worst %s element [", m->output);
+            fprintf(f, "; worst %s element [", m->output);
             for (int32_t d = 0; d < m->worst.rank && d < 4; d++)
-                printf("%s%" PRId64, d ? "," : "", m->worst.index[d]);
-            printf("]: new %.9g, old %.9g, |diff| / tolerance %.3g", m->worst_cand, m->worst_ref,
+                fprintf(f, "%s%" PRId64, d ? "," : "", m->worst.index[d]);
+            fprintf(f, "]: new %.9g, old %.9g, |diff| / tolerance %.3g", m->worst_cand, m->worst_ref,
                    m->worst_ratio);
         }
     double en, eo;
-    side_errors(br, &en, &eo);
-    printf("\n%scloser to the reference: %s (summed |error| new %.6g, old %.6g)%s%s\n", indent,
+    attest_baseline_side_errors(br, &en, &eo);
+    fprintf(f, "\n%scloser to the reference: %s (summed |error| new %.6g, old %.6g)%s%s\n", indent,
            en < eo ? "new" : eo < en ? "old" : "neither", en, eo, br->notes[0] ? "; " : "",
            br->notes);
+}
+
+void attest_baseline_print(const attest_baseline_result *br, int bitwise, const char *indent)
+{
+    attest_baseline_fprint(stdout, br, bitwise, indent);
 }
 
 int attest_baseline_replay(const char *file, uint64_t case_id, const attest_case *c,
@@ -289,6 +295,8 @@ static void usage(FILE *f)
           "  --same MODE        bitwise (a refactor that must not change a bit) or bounds\n"
           "  --out FILE         a results file: NEW's row, then the pair's row, per case\n"
           "                     (docs/results-format.md); --force replaces an earlier one\n"
+          "  --jobs N           judge the cases in N forked processes (same rows, same order)\n"
+          "  --junit FILE       a JUnit XML report: per case NEW's testcase and the pair's\n"
           "  --kernel K --cases N --seed S --case-seed X --policy FILE --timeout SEC --no-isolate\n"
           "  --print-failures N (as attest run)\n"
           "generator bounds:\n" ATTEST_CLI_GEN_USAGE,
@@ -296,7 +304,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_CASE_SEED = 256, OPT_POLICY, OPT_SAME, OPT_BASELINE, OPT_TIMEOUT, OPT_NO_ISOLATE,
-       OPT_PRINT, OPT_QUIET, OPT_OUT, OPT_FORCE };
+       OPT_PRINT, OPT_QUIET, OPT_OUT, OPT_FORCE, OPT_JOBS, OPT_JUNIT };
 
 static const struct option options[] = {
     {"help", no_argument, NULL, 'h'},
@@ -314,109 +322,13 @@ static const struct option options[] = {
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"out", required_argument, NULL, OPT_OUT},
     {"force", no_argument, NULL, OPT_FORCE},
+    {"jobs", required_argument, NULL, OPT_JOBS},
+    {"junit", required_argument, NULL, OPT_JUNIT},
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
 #define BAD(what) return attest_cli_bad_value("run", what, optarg)
-
-typedef struct pair_run {
-    attest_runner *runner[2]; /* NEW, OLD */
-    attest_policy *policy;
-    attest_case c;
-    attest_case_outputs keep[2];
-    attest_results_writer *results; /* --out, or NULL */
-} pair_run;
-
-static void pair_free(pair_run *p)
-{
-    if (p->results && attest_results_close(p->results, ATTEST_RESULTS_INTERRUPTED) != ATTEST_OK)
-        fprintf(stderr, "attest run: %s\n", attest_last_error());
-    for (int i = 0; i < 2; i++) {
-        if (p->runner[i]) attest_runner_destroy(p->runner[i]);
-        attest_case_outputs_free(&p->keep[i]);
-    }
-    attest_case_free(&p->c);
-    if (p->policy) attest_policy_free(p->policy);
-}
-
-static int harness_error(uint64_t i)
-{
-    fprintf(stderr, "attest run: case %" PRIu64 ": harness error: %s\n", i, attest_last_error());
-    return ATTEST_EXIT_USAGE;
-}
-
-static int run_cases(pair_run *p, const attest_candidate *cand[2], const attest_gen_options *gen,
-                     uint64_t total, uint64_t seed, int use_case_seed, uint64_t case_seed,
-                     int bitwise, uint64_t print_failures)
-{
-    uint64_t fails[2] = {0, 0}, differ = 0, printed = 0, judged = 0, closer_new = 0,
-             closer_old = 0;
-    for (uint64_t i = 0; i < total; i++) {
-        const uint64_t s = use_case_seed ? case_seed : attest_case_seed(seed, i);
-        attest_case_free(&p->c);
-        if (attest_generate_case(gen, s, &p->c) != ATTEST_OK) {
-            fprintf(stderr, "attest run: case %" PRIu64 ": %s\n", i, attest_last_error());
-            return ATTEST_EXIT_USAGE;
-        }
-        attest_case_record rec[2];
-        for (int j = 0; j < 2; j++) {
-            attest_case_outputs_free(&p->keep[j]);
-            memset(&p->keep[j], 0, sizeof p->keep[j]);
-            memset(&rec[j], 0, sizeof rec[j]);
-            if (attest_runner_judge(p->runner[j], &p->c, &rec[j], &p->keep[j]) != ATTEST_OK)
-                return harness_error(i);
-            if (rec[j].verdict != ATTEST_VERDICT_OK) fails[j]++;
-        }
-        judged++;
-        attest_baseline_result br;
-        if (attest_baseline_judge(&p->c, &cand[0]->conventions, &p->keep[0], &p->keep[1],
-                                  bitwise, p->policy, &br) != ATTEST_OK)
-            return harness_error(i);
-        double en, eo;
-        side_errors(&br, &en, &eo);
-        if (br.failed) {
-            differ++;
-            if (en < eo) closer_new++;
-            else if (eo < en) closer_old++;
-        }
-        if (p->results) {
-            /* NEW's row, then the pair's (docs/results-format.md, "Old vs new"). */
-            attest_case_record row;
-            rec[0].case_id = 2 * i;
-            rec[1].case_id = 2 * i;
-            attest_baseline_pair_row(&rec[0], &rec[1], &br, bitwise, &row);
-            row.case_id = 2 * i + 1;
-            if (attest_results_append(p->results, &rec[0], &p->c, &p->keep[0]) != ATTEST_OK ||
-                attest_results_append(p->results, &row, &p->c, NULL) != ATTEST_OK)
-                return harness_error(i);
-        }
-        const int case_failed = br.failed || rec[0].verdict != ATTEST_VERDICT_OK;
-        if (!case_failed || printed >= print_failures) continue;
-        printed++;
-        printf("case %" PRIu64 " %s\n  new %s: %s; old %s: %s\n", i, p->c.seed ? rec[0].params : "",
-               cand[0]->name, attest_verdict_name(rec[0].verdict), cand[1]->name,
-               attest_verdict_name(rec[1].verdict));
-        if (br.failed) attest_baseline_print(&br, bitwise, "  ");
-        printf("  replay: attest run --candidate %s --baseline %s --case-seed 0x%016" PRIx64
-               "%s\n",
-               cand[0]->name, cand[1]->name, s, bitwise ? " --same bitwise" : "");
-    }
-    printf("attest: %" PRIu64 " cases, both kernels on the same bytes\n", judged);
-    printf("  new %s vs reference: OK %" PRIu64 ", failing %" PRIu64 "\n", cand[0]->name,
-           judged - fails[0], fails[0]);
-    printf("  old %s vs reference: OK %" PRIu64 ", failing %" PRIu64 "\n", cand[1]->name,
-           judged - fails[1], fails[1]);
-    printf("  new vs old (%s): agree %" PRIu64 ", differ %" PRIu64, bitwise ? "bitwise" : "within bounds",
-           judged - differ, differ);
-    if (differ)
-        printf(" (closer to the reference: new in %" PRIu64 ", old in %" PRIu64 ")", closer_new,
-               closer_old);
-    printf("\n");
-    const int failed = fails[0] != 0 || differ != 0;
-    printf("result: %s (%" PRIu64 " cases)\n", failed ? "FAIL" : "PASS", judged);
-    return failed ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
-}
 
 attest_status attest_baseline_results_open(const char *path, const char *command_line,
                                            const attest_policy *policy,
@@ -461,6 +373,8 @@ int attest_cmd_run_baseline(int argc, char **argv)
     char command_line[2048]; /* taken before getopt permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     const char *spec[2] = {NULL, NULL}, *kernel = NULL, *policy_path = NULL, *out = NULL;
+    const char *junit = NULL;
+    int32_t jobs = 1;
     uint64_t cases = 100, seed = 1, case_seed = 0, print_failures = 20;
     int use_case_seed = 0, bitwise = 0, no_isolate = 0, force = 0;
     double timeout = 10.0;
@@ -506,6 +420,10 @@ int attest_cmd_run_baseline(int argc, char **argv)
         case OPT_QUIET: break;
         case OPT_OUT: out = optarg; break;
         case OPT_FORCE: force = 1; break;
+        case OPT_JUNIT: junit = optarg; break;
+        case OPT_JOBS:
+            if (attest_cli_parse_i32(optarg, 1, 256, &jobs)) BAD("jobs");
+            break;
         default: return attest_cli_getopt_error("run", ch, argv);
         }
     }
@@ -536,41 +454,35 @@ int attest_cmd_run_baseline(int argc, char **argv)
     attest_gen_options gen = attest_gen_defaults(cand[0]->kernel);
     const int grc = attest_cli_gen_apply("run", &gb, &gen);
     if (grc >= 0) return grc;
-    pair_run p;
-    memset(&p, 0, sizeof p);
-    if ((policy_path ? attest_policy_load(policy_path, &p.policy) : attest_policy_default(&p.policy)) !=
+    attest_policy *policy = NULL;
+    if ((policy_path ? attest_policy_load(policy_path, &policy) : attest_policy_default(&policy)) !=
         ATTEST_OK)
         return attest_cli_usage_error("run", "%s", attest_last_error());
-    attest_runner_options ro = attest_runner_defaults();
-    ro.reference = attest_ref_simulated;
-    ro.policy = p.policy;
-    ro.timeout_seconds = timeout;
-    ro.isolate = !no_isolate;
-    for (int j = 0; j < 2; j++)
-        if (attest_runner_create(cand[j], &ro, &p.runner[j]) != ATTEST_OK) {
-            pair_free(&p);
-            return attest_cli_usage_error("run", "%s", attest_last_error());
-        }
-    const uint64_t total = use_case_seed ? 1 : cases;
-    if (out && attest_baseline_results_open(out, command_line, p.policy, cand, &gen, seed, total,
-                                            &p.results) != ATTEST_OK) {
-        pair_free(&p);
-        return attest_cli_usage_error("run", "%s", attest_last_error());
-    }
-    printf("attest run: %s against baseline %s (%s), %s kernel\n", cand[0]->name, cand[1]->name,
-           bitwise ? "bitwise" : "within both bounds", attest_kernel_name(cand[0]->kernel));
-    int rc = run_cases(&p, cand, &gen, total, seed, use_case_seed, case_seed, bitwise,
-                       print_failures);
-    if (p.results) {
-        attest_results_set_device(p.results, attest_runner_device(p.runner[0]));
-        const attest_status cst = attest_results_close(
-            p.results, rc == ATTEST_EXIT_USAGE ? ATTEST_RESULTS_INTERRUPTED : ATTEST_RESULTS_COMPLETE);
-        p.results = NULL;
-        if (cst != ATTEST_OK && rc != ATTEST_EXIT_USAGE)
-            rc = attest_cli_usage_error("run", "%s", attest_last_error());
-        else if (rc != ATTEST_EXIT_USAGE)
-            printf("  results: %s (attest show %s)\n", out, out);
-    }
-    pair_free(&p);
+    attest_pair_plan pl;
+    memset(&pl, 0, sizeof pl);
+    pl.cand[0] = cand[0];
+    pl.cand[1] = cand[1];
+    pl.gen = &gen;
+    pl.policy = policy;
+    pl.ro = attest_runner_defaults();
+    pl.ro.reference = attest_ref_simulated;
+    pl.ro.policy = policy;
+    pl.ro.timeout_seconds = timeout;
+    pl.ro.isolate = !no_isolate;
+    pl.total = use_case_seed ? 1 : cases;
+    pl.seed = seed;
+    pl.case_seed = case_seed;
+    pl.use_case_seed = use_case_seed;
+    pl.bitwise = bitwise;
+    pl.print_failures = print_failures;
+    pl.jobs = jobs;
+    pl.out = out;
+    pl.junit = junit;
+    pl.command_line = command_line;
+    printf("attest run: %s against baseline %s (%s), %s kernel%s\n", cand[0]->name, cand[1]->name,
+           bitwise ? "bitwise" : "within both bounds", attest_kernel_name(cand[0]->kernel),
+           jobs > 1 && !use_case_seed ? ", over jobs" : "");
+    const int rc = attest_baseline_run(&pl);
+    attest_policy_free(policy);
     return rc;
 }

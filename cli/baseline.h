@@ -5,6 +5,7 @@
 #define ATTEST_CLI_BASELINE_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "attest/candidate.h"
 #include "attest/case.h"
@@ -48,6 +49,9 @@ attest_status attest_baseline_judge(const attest_case *c, const attest_conventio
                                     int bitwise, const attest_policy *policy,
                                     attest_baseline_result *res) ATTEST_MUST_CHECK;
 
+/* Summed |error| against the reference of NEW (*en) and OLD (*eo) over every output. */
+void attest_baseline_side_errors(const attest_baseline_result *br, double *en, double *eo);
+
 /* Fills *row, the pair's row of a results file, from NEW's and OLD's rows of the case: NEW's
  * case id, seed and params; candidate "NEW vs OLD"; verdict OK or MISMATCH with the gates that
  * failed and, within bounds, the gates' view of each output (OLD's values where the reference's
@@ -60,6 +64,9 @@ void attest_baseline_pair_row(const attest_case_record *nw, const attest_case_re
 /* Prints the two report lines of a differing pair (differing elements, worst element, the side
  * closer to the reference), each line starting with indent. */
 void attest_baseline_print(const attest_baseline_result *br, int bitwise, const char *indent);
+/* The same on f. */
+void attest_baseline_fprint(FILE *f, const attest_baseline_result *br, int bitwise,
+                            const char *indent);
 
 /* `attest replay RESULTS --case N --candidate 'NEW vs OLD'`: judges the pair row's case c again
  * (both kernels through runners made with ro, the pair in the mode the row's message names) and

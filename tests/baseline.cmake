@@ -39,3 +39,8 @@ set_tests_properties(cli_baseline_files PROPERTIES LABELS cli TIMEOUT 300
 # attest fuzz --baseline (cli/fuzz_baseline.c): a case on which NEW and OLD disagree is found,
 # minimized and saved for attest check --baseline; pairs computing one function give nothing.
 attest_add_python_test(test_fuzz_baseline py/test_fuzz_baseline.py LABELS "cli" TIMEOUT 600)
+
+# --jobs and --junit on run --baseline and campaign --baseline (tests/cli_baseline_jobs.sh).
+add_test(NAME cli_baseline_jobs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_baseline_jobs.sh $<TARGET_FILE:attest>)
+set_tests_properties(cli_baseline_jobs PROPERTIES LABELS cli TIMEOUT 300
+  ENVIRONMENT "${_bl_env}" PASS_REGULAR_EXPRESSION "^PASS")
