@@ -357,11 +357,15 @@ attest_status attest_lf_run(const attest_lf_options *opt, FILE *progress_out, at
         if (opt->progress && progress_out && now - last_progress >= 0.5) {
             last_progress = now;
             sum_stats(s, opt->jobs, js, t);
+            char classes[64] = ""; /* a target without semantic counters (top-k) shows none */
+            if (opt->features > 0)
+                snprintf(classes, sizeof classes, "  classes %" PRIu64 "/%d", t->classes,
+                         opt->features);
             fprintf(progress_out,
                     "\r  %.0f s  execs %" PRIu64 "  %.0f exec/s  cov %" PRIu64 "  ft %" PRIu64
-                    "  classes %" PRIu64 "/%d  findings %d   ",
+                    "%s  findings %d   ",
                     now, t->execs, now > 0 ? (double)t->execs / now : 0.0, t->coverage, t->features,
-                    t->classes, opt->features, t->findings);
+                    classes, t->findings);
             fflush(progress_out);
         }
     }
