@@ -297,6 +297,7 @@ static void usage(FILE *f)
           "                     (docs/results-format.md); --force replaces an earlier one\n"
           "  --jobs N           judge the cases in N forked processes (same rows, same order)\n"
           "  --junit FILE       a JUnit XML report: per case NEW's testcase and the pair's\n"
+          "  --json FILE        the summary as JSON, counting both rows of every case\n"
           "  --kernel K --cases N --seed S --case-seed X --policy FILE --timeout SEC --no-isolate\n"
           "  --print-failures N (as attest run)\n"
           "generator bounds:\n" ATTEST_CLI_GEN_USAGE,
@@ -304,7 +305,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_CASE_SEED = 256, OPT_POLICY, OPT_SAME, OPT_BASELINE, OPT_TIMEOUT, OPT_NO_ISOLATE,
-       OPT_PRINT, OPT_QUIET, OPT_OUT, OPT_FORCE, OPT_JOBS, OPT_JUNIT };
+       OPT_PRINT, OPT_QUIET, OPT_OUT, OPT_FORCE, OPT_JOBS, OPT_JUNIT, OPT_JSON, OPT_VERB };
 
 static const struct option options[] = {
     {"help", no_argument, NULL, 'h'},
@@ -324,6 +325,9 @@ static const struct option options[] = {
     {"force", no_argument, NULL, OPT_FORCE},
     {"jobs", required_argument, NULL, OPT_JOBS},
     {"junit", required_argument, NULL, OPT_JUNIT},
+    {"json", required_argument, NULL, OPT_JSON},
+    /* Set by attest campaign --baseline, which runs this verb: the JSON summary's "verb". */
+    {"as-verb", required_argument, NULL, OPT_VERB},
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {NULL, 0, NULL, 0},
 };
@@ -373,7 +377,7 @@ int attest_cmd_run_baseline(int argc, char **argv)
     char command_line[2048]; /* taken before getopt permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     const char *spec[2] = {NULL, NULL}, *kernel = NULL, *policy_path = NULL, *out = NULL;
-    const char *junit = NULL;
+    const char *junit = NULL, *json = NULL, *verb = "run";
     int32_t jobs = 1;
     uint64_t cases = 100, seed = 1, case_seed = 0, print_failures = 20;
     int use_case_seed = 0, bitwise = 0, no_isolate = 0, force = 0;
@@ -421,6 +425,11 @@ int attest_cmd_run_baseline(int argc, char **argv)
         case OPT_OUT: out = optarg; break;
         case OPT_FORCE: force = 1; break;
         case OPT_JUNIT: junit = optarg; break;
+        case OPT_JSON: json = optarg; break;
+        case OPT_VERB:
+            if (strcmp(optarg, "campaign") != 0) BAD("as-verb");
+            verb = optarg;
+            break;
         case OPT_JOBS:
             if (attest_cli_parse_i32(optarg, 1, 256, &jobs)) BAD("jobs");
             break;
@@ -478,6 +487,8 @@ int attest_cmd_run_baseline(int argc, char **argv)
     pl.jobs = jobs;
     pl.out = out;
     pl.junit = junit;
+    pl.json = json;
+    pl.verb = verb;
     pl.command_line = command_line;
     printf("attest run: %s against baseline %s (%s), %s kernel%s\n", cand[0]->name, cand[1]->name,
            bitwise ? "bitwise" : "within both bounds", attest_kernel_name(cand[0]->kernel),

@@ -12,6 +12,7 @@
 
 #include "attest/ci_report.h"
 #include "attest/clock.h"
+#include "attest/report.h"
 #include "attest/results.h"
 #include "baseline.h"
 #include "commands.h"
@@ -30,6 +31,7 @@ typedef struct pair_run {
     attest_case_outputs keep[2];
     attest_results_writer *results; /* or NULL */
     attest_junit *junit;            /* or NULL */
+    attest_summary *summary;        /* --json: every row counted, or NULL */
 } pair_run;
 
 static attest_status pair_open(const attest_pair_plan *pl, pair_run *p)
@@ -123,6 +125,10 @@ static int run_range(pair_run *p, const attest_pair_plan *pl, uint64_t first, ui
             return harness_error(i);
         if (p->junit && junit_add_pair(p->junit, pl, i, &rec[0], &row) != ATTEST_OK)
             return harness_error(i);
+        if (p->summary) {
+            attest_summary_add(p->summary, &rec[0]);
+            attest_summary_add(p->summary, &row);
+        }
         const int case_failed = br.failed || rec[0].verdict != ATTEST_VERDICT_OK;
         if (!case_failed || printed >= pl->print_failures) continue;
         printed++;
@@ -200,7 +206,7 @@ static attest_status next_row(attest_results_reader *r, attest_case_record *rec,
 
 /* The jobs' rows in case order: into the results file and the JUnit report. */
 static attest_status merge(const attest_pair_plan *pl, const char *work, attest_results_writer *w,
-                           attest_junit *junit)
+                           attest_junit *junit, attest_summary *summary)
 {
     attest_results_reader **r = calloc((size_t)pl->jobs, sizeof *r);
     ATTEST_RETURN_IF(r == NULL, ATTEST_ERR_OUT_OF_MEMORY, "run --baseline: out of memory");
@@ -222,6 +228,7 @@ static attest_status merge(const attest_pair_plan *pl, const char *work, attest_
             st = attest_results_append(w, &rec[k], with_case[k] ? &c[k] : NULL, NULL);
         }
         if (st == ATTEST_OK && junit) st = junit_add_pair(junit, pl, i, &rec[0], &rec[1]);
+        for (int k = 0; k < 2 && st == ATTEST_OK && summary; k++) attest_summary_add(summary, &rec[k]);
         for (int k = 0; k < 2; k++) attest_case_free(&c[k]);
     }
     for (int32_t j = 0; j < pl->jobs; j++) attest_results_close_read(r[j]);
@@ -283,7 +290,7 @@ static void print_jobs_failures(const attest_pair_plan *pl, const char *work)
     free(list);
 }
 
-static int run_jobs(const attest_pair_plan *pl)
+static int run_jobs(const attest_pair_plan *pl, attest_summary *summary)
 {
     char work[4096], corpus[4200];
     if (attest_lf_scratch(NULL, work, sizeof work, corpus, sizeof corpus) != ATTEST_OK)
@@ -332,7 +339,7 @@ static int run_jobs(const attest_pair_plan *pl)
             st = attest_baseline_results_open(pl->out, pl->command_line, pl->policy, pl->cand,
                                               pl->gen, pl->seed, pl->total, &w);
         if (st == ATTEST_OK && pl->junit) st = attest_junit_open(pl->junit, "attest run", &junit);
-        if (st == ATTEST_OK) st = merge(pl, work, w, junit);
+        if (st == ATTEST_OK) st = merge(pl, work, w, junit, summary);
         if (w) {
             const attest_status cst = attest_results_close(
                 w, st == ATTEST_OK ? ATTEST_RESULTS_COMPLETE : ATTEST_RESULTS_INTERRUPTED);
@@ -359,9 +366,12 @@ static int run_jobs(const attest_pair_plan *pl)
 int attest_baseline_run(const attest_pair_plan *pl)
 {
     const double t0 = attest_monotonic_seconds();
+    attest_summary *summary = pl->json ? malloc(sizeof *summary) : NULL;
+    if (pl->json && summary == NULL) return attest_cli_usage_error("run", "out of memory");
+    if (summary) attest_summary_init(summary);
     int rc;
     if (pl->jobs > 1 && !pl->use_case_seed) {
-        rc = run_jobs(pl);
+        rc = run_jobs(pl, summary);
     } else {
         pair_run p;
         pair_counts n;
@@ -374,6 +384,7 @@ int attest_baseline_run(const attest_pair_plan *pl)
         if (st != ATTEST_OK) {
             rc = attest_cli_usage_error("run", "%s", attest_last_error());
         } else {
+            p.summary = summary;
             rc = run_range(&p, pl, 0, 1, stdout, 0, &n);
             if (rc != ATTEST_EXIT_USAGE) rc = print_summary(pl, &n);
         }
@@ -395,5 +406,19 @@ int attest_baseline_run(const attest_pair_plan *pl)
     }
     if (rc != ATTEST_EXIT_USAGE && pl->out) printf("  results: %s (attest show %s)\n", pl->out, pl->out);
     if (rc != ATTEST_EXIT_USAGE && pl->junit) printf("  junit: %s\n", pl->junit);
+    if (rc != ATTEST_EXIT_USAGE && summary) {
+        attest_json_run run;
+        memset(&run, 0, sizeof run);
+        run.verb = pl->verb ? pl->verb : "run";
+        run.result = rc == ATTEST_EXIT_OK ? "PASS" : "FAIL";
+        run.exit_code = rc;
+        run.results_path = pl->out;
+        run.seconds = attest_monotonic_seconds() - t0;
+        if (attest_report_json(pl->json, summary, &run) != ATTEST_OK)
+            rc = attest_cli_usage_error("run", "%s", attest_last_error());
+        else
+            printf("  json: %s\n", pl->json);
+    }
+    free(summary);
     return rc;
 }

@@ -1,7 +1,7 @@
 /* attest CLI (internal): the case loop of `attest run --baseline` (and `attest campaign
  * --baseline`): both kernels on each generated case, the pair judged (baseline.h), failing cases
  * printed, NEW's row and the pair's row per case in the results file, two JUnit testcases per
- * case, the summary.
+ * case, a JSON summary counting both rows of every case, the summary.
  *
  * With jobs > 1 the cases are shared out as the campaign engine shares them (job j judges cases
  * j, j + N, ...), each job in a forked process with its own runners, results file and printed
@@ -29,6 +29,8 @@ typedef struct attest_pair_plan {
     int32_t jobs;
     const char *out;                 /* results file, NULL: none */
     const char *junit;               /* JUnit XML report, NULL: none */
+    const char *json;                /* JSON summary of every row (NEW's and the pairs'), NULL: none */
+    const char *verb;                /* for the JSON summary: "run" or "campaign" */
     const char *command_line;
 } attest_pair_plan;
 

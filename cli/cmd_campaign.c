@@ -48,8 +48,8 @@ static void usage(FILE *f)
             "  --force           replace an earlier results file at --out (nothing else)\n"
             "  --baseline OLD    old vs new: the one --candidate and OLD on the same cases, as\n"
             "                    attest run --baseline (docs/old-vs-new.md), with this verb's\n"
-            "                    defaults for --cases and --out; --jobs and --junit apply, not\n"
-            "                    --json\n"
+            "                    defaults for --cases and --out; --jobs, --junit and --json\n"
+            "                    apply\n"
             "generator bounds (applied to every job; --layout to mla-decode jobs only):\n"
             ATTEST_CLI_GEN_USAGE,
             DEFAULT_CASES_PER_KERNEL, DEFAULT_OUT, MAX_JOBS, MAX_DEFAULT_WORKERS);
@@ -62,13 +62,11 @@ static int campaign_baseline(int argc, char **argv)
     int has_cases = 0, has_out = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strncmp(a, "--json", 6))
-            return attest_cli_usage_error("campaign", "--baseline does not take %s yet", a);
         has_cases |= !strncmp(a, "--cases", 7);
         has_out |= !strncmp(a, "--out", 5);
     }
     /* args[0] is the program: attest_cmd_run_baseline reads argv[-1] for its command line. */
-    char **args = calloc((size_t)argc + 6, sizeof *args);
+    char **args = calloc((size_t)argc + 8, sizeof *args);
     if (!args) return attest_cli_usage_error("campaign", "out of memory");
     char cases[32];
     snprintf(cases, sizeof cases, "%d", DEFAULT_CASES_PER_KERNEL);
@@ -83,6 +81,8 @@ static int campaign_baseline(int argc, char **argv)
         args[n++] = "--out";
         args[n++] = DEFAULT_OUT;
     }
+    args[n++] = "--as-verb";
+    args[n++] = "campaign";
     const int rc = attest_cmd_run_baseline(n - 1, args + 1);
     free(args);
     return rc;

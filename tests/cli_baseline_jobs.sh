@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run --baseline and campaign --baseline with --jobs and --junit (cli/baseline_run.c): N jobs
 # print the same failing cases and summary as one, write the same rows in the same order (NEW's,
-# then the pair's, per case) and the same JUnit testcases; campaign --baseline takes both.
+# then the pair's, per case) and the same JUnit testcases; --json counts both rows of a case;
+# campaign --baseline takes all three.
 # Usage: cli_baseline_jobs.sh ATTEST
 set -u
 attest=$1
@@ -51,6 +52,11 @@ expect 0 campaign --candidate cpu-mla-decode-tile16 --baseline cpu-mla-decode --
 grep -q "agree 12, differ 0" out || fail "campaign --baseline --jobs 2"
 [ -f attest-campaign.h5 ] || fail "campaign --baseline --jobs 2 wrote no default results file"
 [ "$(grep -c '<testcase ' c.xml)" -eq 24 ] || fail "campaign --baseline --junit: not 24 testcases"
-expect 2 campaign --candidate cpu-indexer --baseline cpu-indexer --cases 2 --json j.json
+expect 0 campaign --candidate cpu-indexer --baseline cpu-indexer --cases 6 --jobs 2 --json j.json --force
+grep -q '"verb": *"campaign"' j.json || fail "campaign --baseline --json: verb"
+grep -q '"cases": *12' j.json || fail "campaign --baseline --json: not 12 rows (6 NEW + 6 pairs)"
+expect 1 run "${pair[@]}" --jobs 2 --json r.json
+grep -q '"result": *"FAIL"' r.json && grep -q '"failures": *48' r.json ||
+  fail "run --baseline --jobs 2 --json: not FAIL with 48 failing rows"
 expect 2 run --candidate cpu-indexer --baseline cpu-indexer --cases 2 --jobs 0
 echo PASS

@@ -11,6 +11,9 @@ import glob
 import os
 import re
 import shutil
+import signal
+import subprocess
+import time
 import sys
 import tempfile
 
@@ -97,6 +100,19 @@ def main():
         if i == 0:
             rc, rout, rerr = run("replay", res, "--case", "5")
             check(rc == 0 and "OK" in rout, f"{name}: attest replay of a merged row: {rc}\n{rout}{rerr}")
+
+    # SIGINT: the jobs stop, their rows are merged into a file marked interrupted, exit 130.
+    res = os.path.join(tmp, "int.h5")
+    p = subprocess.Popen([CLI, "fuzz", "--kernel", "topk", "--candidate", "cpu-topk", "--time", "60",
+                          "--jobs", "2", "--seed", "1", "--findings", tmp, "--out", res],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "CI": "1"})
+    time.sleep(2)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    check(p.returncode == 130, f"SIGINT: fuzz exit {p.returncode}, expected 130\n{out}{err}")
+    rc, sout, serr = run("show", res)
+    check("interrupted" in sout, f"SIGINT: the merged file is not marked interrupted\n{sout}{serr}")
 
     # Bad input: one line, exit 2, nothing written.
     bad = [["--candidate", "cpu-topk", "--policy", "policies/default.json"],
