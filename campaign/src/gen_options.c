@@ -10,7 +10,14 @@
 #include "attest/usage.h"
 #include "attest/gen_options.h"
 
-typedef enum flag_kind { FLAG_BOUND, FLAG_PAGE_SIZE, FLAG_LAYOUT, FLAG_SET, FLAG_CLEAR } flag_kind;
+typedef enum flag_kind {
+    FLAG_BOUND,
+    FLAG_PAGE_SIZE,
+    FLAG_LAYOUT,
+    FLAG_SET,
+    FLAG_CLEAR,
+    FLAG_PER_MILLE /* 0..1000, 0 included (attest_cli_gen_bounds.high_pools) */
+} flag_kind;
 
 typedef struct gen_flag {
     const char *name; /* without the leading "--" */
@@ -35,6 +42,8 @@ static const gen_flag flags[] = {
      offsetof(attest_gen_options, production_shape), -1},
     {"no-edge-bytes", ATTEST_CLI_GEN_NO_EDGE, FLAG_CLEAR, offsetof(attest_gen_options, edge_bytes),
      -1},
+    {"high-pools", ATTEST_CLI_GEN_HIGH_POOLS, FLAG_PER_MILLE,
+     offsetof(attest_gen_options, high_pools), -1},
 };
 #define NUM_FLAGS (sizeof flags / sizeof flags[0])
 
@@ -70,6 +79,12 @@ int attest_cli_gen_option(const char *verb, int ch, const char *arg, attest_cli_
     case FLAG_LAYOUT: b->layout = arg; return -1;
     case FLAG_SET: b->production = 1; return -1;
     case FLAG_CLEAR: b->no_edge = 1; return -1;
+    case FLAG_PER_MILLE: {
+        int32_t v = 0;
+        if (attest_cli_parse_i32(arg, 0, 1000, &v)) return attest_cli_bad_value(verb, f->name, arg);
+        b->high_pools = v + 1;
+        return -1;
+    }
     case FLAG_BOUND:
     case FLAG_PAGE_SIZE:
         if (attest_cli_parse_i32(arg, 1, 1 << 22, &b->bounds[f->bound]))
@@ -87,6 +102,7 @@ int attest_cli_gen_apply(const char *verb, const attest_cli_gen_bounds *b, attes
     }
     if (b->production) g->production_shape = 1;
     if (b->no_edge) g->edge_bytes = 0;
+    if (b->high_pools) g->high_pools = b->high_pools - 1;
     /* An explicit head bound is meant: no production head counts above it. */
     if (b->bounds[1]) g->production_heads = 0;
     if (b->layout) {
@@ -115,6 +131,8 @@ void attest_cli_gen_flags(const attest_cli_gen_bounds *b, char *buf, size_t cap)
             w = snprintf(buf + n, cap - n, " --%s %s", f->name, b->layout);
         else if ((f->kind == FLAG_SET && b->production) || (f->kind == FLAG_CLEAR && b->no_edge))
             w = snprintf(buf + n, cap - n, " --%s", f->name);
+        else if (f->kind == FLAG_PER_MILLE && b->high_pools)
+            w = snprintf(buf + n, cap - n, " --%s %d", f->name, b->high_pools - 1);
         if (w > 0) n += (size_t)w;
     }
 }
@@ -131,7 +149,8 @@ int attest_cli_gen_flags_of(const attest_gen_options *g, int all, char *buf, siz
         if (!all && v == value_of(&def, f)) continue;
         int w = 0;
         switch (f->kind) {
-        case FLAG_BOUND: w = snprintf(buf + n, cap - n, " --%s %d", f->name, v); break;
+        case FLAG_BOUND:
+        case FLAG_PER_MILLE: w = snprintf(buf + n, cap - n, " --%s %d", f->name, v); break;
         case FLAG_PAGE_SIZE: /* 0: drawn per case, which is what leaving it out means */
             if (v) w = snprintf(buf + n, cap - n, " --%s %d", f->name, v);
             break;
@@ -171,7 +190,8 @@ int attest_cli_gen_parse_flags(const char *verb, const char *text, attest_gen_op
             if (w[0] == '-' && w[1] == '-' && !strcmp(w + 2, flags[i].name)) f = &flags[i];
         if (f == NULL) return attest_cli_usage_error(verb, "not a generator option: '%s'", w);
         const char *arg = NULL;
-        if (f->kind == FLAG_BOUND || f->kind == FLAG_PAGE_SIZE || f->kind == FLAG_LAYOUT) {
+        if (f->kind == FLAG_BOUND || f->kind == FLAG_PAGE_SIZE || f->kind == FLAG_LAYOUT ||
+            f->kind == FLAG_PER_MILLE) {
             arg = strtok_r(NULL, " ", &save);
             if (arg == NULL) return attest_cli_usage_error(verb, "option --%s needs a value", f->name);
         }

@@ -16,7 +16,7 @@ enum {
     ATTEST_CLI_GEN_MAX_BATCH = 512, ATTEST_CLI_GEN_MAX_HEADS, ATTEST_CLI_GEN_MAX_LEN,
     ATTEST_CLI_GEN_MAX_TOPK, ATTEST_CLI_GEN_MAX_NEXT_N, ATTEST_CLI_GEN_MAX_S_Q,
     ATTEST_CLI_GEN_PAGE_SIZE, ATTEST_CLI_GEN_LAYOUT, ATTEST_CLI_GEN_PRODUCTION,
-    ATTEST_CLI_GEN_NO_EDGE, ATTEST_CLI_GEN_END_
+    ATTEST_CLI_GEN_NO_EDGE, ATTEST_CLI_GEN_HIGH_POOLS, ATTEST_CLI_GEN_END_
 };
 
 /* The entries to put in a verb's getopt_long table. */
@@ -30,18 +30,21 @@ enum {
     {"page-size", required_argument, NULL, ATTEST_CLI_GEN_PAGE_SIZE},                              \
     {"layout", required_argument, NULL, ATTEST_CLI_GEN_LAYOUT},                                    \
     {"production", no_argument, NULL, ATTEST_CLI_GEN_PRODUCTION},                                  \
-    {"no-edge-bytes", no_argument, NULL, ATTEST_CLI_GEN_NO_EDGE}
+    {"no-edge-bytes", no_argument, NULL, ATTEST_CLI_GEN_NO_EDGE},                                  \
+    {"high-pools", required_argument, NULL, ATTEST_CLI_GEN_HIGH_POOLS}
 
 /* The usage lines that list them. */
 #define ATTEST_CLI_GEN_USAGE                                                                       \
     "  --max-batch N --max-heads N --max-len N --max-topk N --max-next-n N --max-s-q N\n"          \
-    "  --page-size P --layout mla-v4|mla-v32 --production --no-edge-bytes\n"
+    "  --page-size P --layout mla-v4|mla-v32 --production --no-edge-bytes\n"                     \
+    "  --high-pools N (per mille of cases whose pool moves past 2^31 bytes; default 10)\n"
 
 /* The options as given; zero-initialized means none given. */
 typedef struct attest_cli_gen_bounds {
     int32_t bounds[7]; /* max-batch .. page-size; 0: generator default */
     const char *layout;
     int production, no_edge;
+    int32_t high_pools; /* --high-pools N given: N + 1 (0: not given, so 0 can be asked for) */
 } attest_cli_gen_bounds;
 
 /* Returns 1 when ch (a getopt_long value) is one of these options. */
