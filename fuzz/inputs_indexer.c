@@ -277,7 +277,8 @@ void fuzz_indexer_features(const attest_case *c, uint8_t *hits)
     fuzz_hit(hits, p->next_n <= 1 ? F_NEXT_N1 : p->next_n == 2 ? F_NEXT_N2 : F_NEXT_N3);
     fuzz_hit(hits, p->b <= 1 ? F_BATCH1 : p->b <= 3 ? F_BATCH2_3 : F_BATCH4);
     fuzz_hit(hits, F_HEADS + fuzz_heads_class(p->heads));
-    if ((uint64_t)p->num_blocks * c4()->stride > (UINT64_C(1) << 31)) fuzz_hit(hits, F_POOL_PAST_2G);
+    if ((uint64_t)p->num_blocks * c4()->stride > (UINT64_C(1) << 31))
+        fuzz_hit(hits, F_POOL_PAST_2G);
     const uint8_t *q = qt->data;
     for (size_t i = 0; i < qt->nbytes; i++) fp8_classes(q[i], hits, F_Q_NAN, -1, -1);
     const float *w = wt->data;

@@ -381,7 +381,8 @@ static uint64_t reached_end(const attest_case *c)
         int32_t *pages = NULL;
         size_t n = 0;
         assert_ok(attest_case_pool_pages(c, pool, &pages, &n));
-        if (n && ((uint64_t)pages[n - 1] + 1) * stride > end) end = ((uint64_t)pages[n - 1] + 1) * stride;
+        const uint64_t last = n ? ((uint64_t)pages[n - 1] + 1) * stride : 0;
+        if (last > end) end = last;
         free(pages);
     }
     return end;
@@ -394,7 +395,8 @@ static int mla_reads_past_2g(const attest_case *c)
     const attest_mla_params *p = &c->params.mla;
     for (int e = 0; e <= p->has_extra; e++) {
         const attest_tensor *t = attest_case_tensor_const(c, e ? "extra_indices" : "indices");
-        const attest_tensor *tl = attest_case_tensor_const(c, e ? "extra_topk_length" : "topk_length");
+        const attest_tensor *tl =
+            attest_case_tensor_const(c, e ? "extra_topk_length" : "topk_length");
         const int64_t K = t->shape[2], per_req = t->shape[1] * K;
         const int32_t P = e ? p->extra_page_size : p->page_size;
         const uint64_t stride = (uint64_t)(e ? p->extra_page_stride : p->page_stride);
@@ -419,7 +421,8 @@ static void test_generated_high_pools(void **state)
     const long before = rss_kib();
     for (int k = 0; k < 2; k++) {
         const attest_kernel kernel = k ? ATTEST_KERNEL_MLA_DECODE : ATTEST_KERNEL_INDEXER;
-        attest_gen_options high = k == 0 ? attest_gen_defaults(kernel) : attest_gen_fuzz_defaults(kernel);
+        attest_gen_options high =
+            k == 0 ? attest_gen_defaults(kernel) : attest_gen_fuzz_defaults(kernel);
         attest_gen_options flat = high;
         high.high_pools = 1000;
         flat.high_pools = 0;

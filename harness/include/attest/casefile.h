@@ -27,7 +27,8 @@
 extern "C" {
 #endif
 
-#define ATTEST_CASEFILE_SCHEMA_VERSION 2 /* 2: sparse pools (cache_pages); dense cases are written as 1 */
+/* 2: sparse pools (cache_pages); dense cases are still written as version 1. */
+#define ATTEST_CASEFILE_SCHEMA_VERSION 2
 
 /* One named tensor to write beside a case (an expected or a candidate output) or into a tensor
  * file. The data is borrowed, never freed by attest. */

@@ -37,8 +37,10 @@ int attest_case_pool_tensor(const attest_case *c, unsigned pool, uint64_t *page_
 unsigned attest_case_tensor_pool(const attest_case *c, size_t i)
 {
     if (i >= c->num_tensors) return 0;
-    if (attest_case_pool_tensor(c, ATTEST_POOL_MAIN, NULL, NULL) == (int)i) return ATTEST_POOL_MAIN;
-    if (attest_case_pool_tensor(c, ATTEST_POOL_EXTRA, NULL, NULL) == (int)i) return ATTEST_POOL_EXTRA;
+    if (attest_case_pool_tensor(c, ATTEST_POOL_MAIN, NULL, NULL) == (int)i)
+        return ATTEST_POOL_MAIN;
+    if (attest_case_pool_tensor(c, ATTEST_POOL_EXTRA, NULL, NULL) == (int)i)
+        return ATTEST_POOL_EXTRA;
     return 0;
 }
 

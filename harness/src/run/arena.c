@@ -167,7 +167,8 @@ static attest_status sparse_extents(arena *a, arena_slot *s, const attest_case *
         if (lo < begin) lo = begin;
         if (hi > end) hi = end;
         if (hi <= lo) continue;
-        arena_extent *last = a->num_extents > s->first_extent ? &a->extents[a->num_extents - 1] : NULL;
+        arena_extent *last =
+            a->num_extents > s->first_extent ? &a->extents[a->num_extents - 1] : NULL;
         if (last && lo <= last->at + last->len) {
             if (hi > last->at + last->len) last->len = hi - last->at;
             continue;
@@ -232,7 +233,8 @@ int arena_protect_sparse(const arena_control *ctl, int protect)
         if (sp->protect_end <= sp->data) continue;
         rc |= mprotect(base + sp->data, sp->protect_end - sp->data, prot);
         if (!protect) continue;
-        for (uint32_t k = 0; k < sp->num_extents; k++) {
+        for (uint32_t k = 0; k < sp->num_extents && sp->first_extent + k < ARENA_MAX_EXTENTS;
+             k++) {
             const arena_extent *e = &ctl->extents[sp->first_extent + k];
             if (e->at >= sp->protect_end) continue; /* the partial last page: never protected */
             uint64_t hi = e->at + e->len;
@@ -356,7 +358,8 @@ attest_status arena_place(arena *a, const attest_case *src, int *remapped)
         ATTEST_RETURN_IF(num_sparse == ARENA_MAX_SPARSE, ATTEST_ERR_INTERNAL,
                          "arena: more than %u sparse pools", ARENA_MAX_SPARSE);
         num_sparse++;
-        attest_status st = sparse_extents(a, s, src, attest_case_tensor_pool(src, (size_t)s->tensor));
+        const unsigned pool = attest_case_tensor_pool(src, (size_t)s->tensor);
+        attest_status st = sparse_extents(a, s, src, pool);
         if (st != ATTEST_OK) {
             a->num_extents = 0;
             return st;
@@ -483,7 +486,8 @@ int arena_check_inputs(arena *a, const attest_case *src, char *msg, size_t cap)
         arena_slot *s = &a->slots[k];
         if (s->role != ATTEST_ROLE_INPUT) continue;
         const uint8_t *now = a->base + s->data;
-        const uint64_t sum = s->sparse ? sparse_checksum(a, s, now) : arena_checksum(now, s->nbytes);
+        const uint64_t sum =
+            s->sparse ? sparse_checksum(a, s, now) : arena_checksum(now, s->nbytes);
         if (sum == s->checksum) continue;
         s->modified = 1;
         if (modified == 0) {

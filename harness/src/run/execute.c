@@ -97,7 +97,7 @@ static int copy_region(const attest_device_ops *ops, const arena_control *ctl, v
         const arena_sparse *sp = &ctl->sparse[i];
         COPY(cursor, sp->guard - cursor);
         COPY(sp->pre_begin, sp->data - sp->pre_begin);
-        for (uint32_t k = 0; k < sp->num_extents; k++)
+        for (uint32_t k = 0; k < sp->num_extents && sp->first_extent + k < ARENA_MAX_EXTENTS; k++)
             COPY(ctl->extents[sp->first_extent + k].at, ctl->extents[sp->first_extent + k].len);
         cursor = sp->data + sp->nbytes;
     }

@@ -553,7 +553,8 @@ static attest_status read_sparse(attest_case *c, const char *where, sparse_in *s
         st = attest_cf_dset_read(sp->list, where, sp->list_name, &sp->list_info, ATTEST_DTYPE_I32,
                                  sp->pages, n * sizeof *sp->pages);
     for (size_t k = 0; k < n && st == ATTEST_OK; k++)
-        if (sp->pages[k] < 0 || sp->pages[k] >= num_pages || (k > 0 && sp->pages[k] <= sp->pages[k - 1]))
+        if (sp->pages[k] < 0 || sp->pages[k] >= num_pages ||
+            (k > 0 && sp->pages[k] <= sp->pages[k - 1]))
             st = attest_fail(ATTEST_ERR_FORMAT,
                              "%s%s[%zu] = %d: pages must be ascending, distinct and inside the "
                              "pool [0, %lld)",
@@ -675,7 +676,8 @@ attest_status attest_cf_read_case(hid_t loc, const char *where, attest_case *out
     if (st == ATTEST_OK && attest_case_check_inputs(&c) != ATTEST_OK)
         st = attest_cf_rewrap(ATTEST_ERR_FORMAT, where, NULL);
     for (int k = 0; k < 2; k++) {
-        if (st == ATTEST_OK && sparse[k].tensor >= 0) st = check_sparse_reach(&c, where, &sparse[k]);
+        if (st == ATTEST_OK && sparse[k].tensor >= 0)
+            st = check_sparse_reach(&c, where, &sparse[k]);
         if (sparse[k].list >= 0) H5Dclose(sparse[k].list);
         free(sparse[k].pages);
     }
