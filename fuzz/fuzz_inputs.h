@@ -68,6 +68,20 @@ attest_status fuzz_decode(attest_kernel kernel, const uint8_t *data, size_t size
 attest_status fuzz_topk_decode(const uint8_t *data, size_t size, attest_topk_case *out,
                                int *valid) ATTEST_MUST_CHECK;
 
+/* Storage a target decodes into on every exec without allocating: grown to the largest case
+ * seen, never shrunk. */
+typedef struct fuzz_workspace {
+    void *block;
+    size_t cap;
+} fuzz_workspace;
+
+/* fuzz_decode into ws's storage: *out's tensors point into ws (it owns no memory:
+ * attest_case_free on it is harmless and frees nothing) and stay valid until the next call with
+ * ws. On !*valid, *out still holds the decoded (invalid) case. */
+attest_status fuzz_decode_reuse(fuzz_workspace *ws, attest_kernel kernel, const uint8_t *data,
+                                size_t size, attest_case *out, int *valid) ATTEST_MUST_CHECK;
+void fuzz_workspace_free(fuzz_workspace *ws);
+
 /* --- semantic features ------------------------------------------------------------------- */
 
 /* Upper bound on the features of any kernel. */

@@ -1,5 +1,6 @@
 /* The fuzz-input library's shared parts: reading from both ends, decoding dispatch, features
  * dispatch and the structure-aware mutator's frame (fuzz_inputs.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "inputs_internal.h"
@@ -57,12 +58,17 @@ const char *fuzz_target_of(attest_kernel kernel)
     }
 }
 
-/* The generated case an input's tail names, before the head's operations. */
-static attest_status generate(attest_kernel kernel, fuzz_input *in, attest_case *out)
+/* What an input's tail names: the generator seed and the knobs byte (short inputs read 0s). */
+static void read_tail(fuzz_input *in, uint64_t *seed, uint8_t *knobs)
+{
+    *seed = fuzz_tail_uint(in, 8);
+    *knobs = (uint8_t)fuzz_tail_uint(in, 1);
+}
+
+/* The generated case a tail names, before the head's operations. */
+static attest_status generate(attest_kernel kernel, uint64_t seed, uint8_t knobs, attest_case *out)
 {
     attest_gen_options opt = attest_gen_fuzz_defaults(kernel); /* small cases, every edge class */
-    const uint64_t seed = fuzz_tail_uint(in, 8);
-    const uint8_t knobs = (uint8_t)fuzz_tail_uint(in, 1);
     if (kernel == ATTEST_KERNEL_INDEXER)
         fuzz_indexer_knobs(knobs, &opt);
     else
@@ -71,20 +77,147 @@ static attest_status generate(attest_kernel kernel, fuzz_input *in, attest_case 
     return attest_generate_case(&opt, seed, out);
 }
 
-attest_status fuzz_decode(attest_kernel kernel, const uint8_t *data, size_t size, attest_case *out,
-                          int *valid)
+/* Generated cases by what their tails name. libFuzzer mutates one corpus entry several times in
+ * a row (-mutate_depth, 5), the mutator mostly rewrites the head, and a corpus holds a few
+ * hundred distinct tails: so most decodes (and the mutator's look at the case) find the case
+ * here and copy bytes instead of drawing and quantizing them again. The generator is a pure
+ * function of seed and knobs, so a copy is the same case. Direct-mapped; emptied when it holds
+ * more than CACHE_BYTES. */
+#define CACHE_SLOTS 256
+#define CACHE_BYTES ((size_t)96 << 20)
+
+typedef struct cache_slot {
+    int have;
+    attest_kernel kernel;
+    uint64_t seed;
+    uint8_t knobs;
+    size_t bytes;
+    attest_case c;
+} cache_slot;
+
+static struct {
+    cache_slot slot[CACHE_SLOTS];
+    size_t bytes;
+} cache;
+
+static void slot_clear(cache_slot *s)
 {
-    *valid = 0;
+    if (!s->have) return;
+    attest_case_free(&s->c);
+    cache.bytes -= s->bytes;
+    s->have = 0;
+}
+
+static attest_status base_case(attest_kernel kernel, uint64_t seed, uint8_t knobs,
+                               const attest_case **out)
+{
+    *out = NULL;
+    uint64_t h = (seed ^ ((uint64_t)knobs << 56) ^ (uint64_t)kernel) * 0x9E3779B97F4A7C15ULL;
+    cache_slot *s = &cache.slot[h >> 56];
+    if (s->have && s->kernel == kernel && s->seed == seed && s->knobs == knobs) {
+        *out = &s->c;
+        return ATTEST_OK;
+    }
+    slot_clear(s);
+    ATTEST_FORWARD(generate(kernel, seed, knobs, &s->c));
+    s->bytes = 0;
+    for (size_t i = 0; i < s->c.num_tensors; i++) s->bytes += s->c.tensors[i].nbytes;
+    if (cache.bytes + s->bytes > CACHE_BYTES)
+        for (size_t i = 0; i < CACHE_SLOTS; i++) slot_clear(&cache.slot[i]);
+    s->have = 1;
+    s->kernel = kernel;
+    s->seed = seed;
+    s->knobs = knobs;
+    cache.bytes += s->bytes;
+    *out = &s->c;
+    return ATTEST_OK;
+}
+
+#define STORAGE_ALIGN 256u /* what attest_case_alloc_heap gives each tensor */
+
+static size_t aligned(size_t n) { return (n + STORAGE_ALIGN - 1) / STORAGE_ALIGN * STORAGE_ALIGN; }
+
+/* Copies base into *dst, its tensors in ws's block (grown when too small, never shrunk). */
+static attest_status copy_into(fuzz_workspace *ws, const attest_case *base, attest_case *dst)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < base->num_tensors; i++) total += aligned(base->tensors[i].nbytes);
+    if (total > ws->cap || ws->block == NULL) {
+        free(ws->block);
+        ws->block = NULL;
+        ws->cap = 0;
+        void *b = NULL;
+        if (posix_memalign(&b, STORAGE_ALIGN, total ? total : STORAGE_ALIGN) != 0)
+            return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "fuzz: cannot allocate %zu bytes for a case",
+                               total);
+        ws->block = b;
+        ws->cap = total;
+    }
+    *dst = *base;
+    dst->heap_block_ = NULL; /* the workspace owns the bytes */
+    size_t offset = 0;
+    for (size_t i = 0; i < base->num_tensors; i++) {
+        dst->tensors[i].data = (uint8_t *)ws->block + offset;
+        if (base->tensors[i].nbytes) memcpy(dst->tensors[i].data, base->tensors[i].data, base->tensors[i].nbytes);
+        offset += aligned(base->tensors[i].nbytes);
+    }
+    return ATTEST_OK;
+}
+
+static attest_status check_kernel(attest_kernel kernel)
+{
     if (fuzz_target_of(kernel) == NULL)
         return attest_fail(ATTEST_ERR_UNSUPPORTED, "%s has no fuzz target", attest_kernel_name(kernel));
+    return ATTEST_OK;
+}
+
+/* The generated case of the input's tail, copied into *out, with the head's operations. */
+static attest_status decode_onto(fuzz_workspace *ws, attest_kernel kernel, const uint8_t *data,
+                                 size_t size, attest_case *out, int *valid)
+{
     fuzz_input in = fuzz_input_make(data, size);
-    ATTEST_FORWARD(generate(kernel, &in, out));
+    uint64_t seed;
+    uint8_t knobs;
+    read_tail(&in, &seed, &knobs);
+    const attest_case *base;
+    ATTEST_FORWARD(base_case(kernel, seed, knobs, &base));
+    ATTEST_FORWARD(copy_into(ws, base, out));
     if (kernel == ATTEST_KERNEL_INDEXER)
         fuzz_indexer_apply(out, &in, valid);
     else
         fuzz_mla_apply(out, &in, valid);
+    return ATTEST_OK;
+}
+
+attest_status fuzz_decode(attest_kernel kernel, const uint8_t *data, size_t size, attest_case *out,
+                          int *valid)
+{
+    *valid = 0;
+    ATTEST_FORWARD(check_kernel(kernel));
+    fuzz_workspace ws = {NULL, 0};
+    attest_status st = decode_onto(&ws, kernel, data, size, out, valid);
+    if (st != ATTEST_OK) {
+        fuzz_workspace_free(&ws);
+        return st;
+    }
+    out->heap_block_ = ws.block; /* the case owns its bytes (attest_case_free frees them) */
     if (!*valid) attest_case_free(out);
     return ATTEST_OK;
+}
+
+attest_status fuzz_decode_reuse(fuzz_workspace *ws, attest_kernel kernel, const uint8_t *data,
+                                size_t size, attest_case *out, int *valid)
+{
+    *valid = 0;
+    ATTEST_FORWARD(check_kernel(kernel));
+    return decode_onto(ws, kernel, data, size, out, valid);
+}
+
+void fuzz_workspace_free(fuzz_workspace *ws)
+{
+    free(ws->block);
+    ws->block = NULL;
+    ws->cap = 0;
 }
 
 int fuzz_feature_count(attest_kernel kernel)
@@ -111,27 +244,18 @@ void fuzz_case_features(const attest_case *c, uint8_t hits[FUZZ_MAX_FEATURES])
         fuzz_mla_features(c, hits);
 }
 
-/* The generated case of the last tail the mutator saw: a corpus entry is mutated many times in
- * a row, and generating its case again each time would double the cost of an exec. */
-static struct {
-    int have;
-    attest_kernel kernel;
-    uint8_t tail[FUZZ_TAIL_BYTES];
-    attest_case c;
-} cached;
-
 static const attest_case *case_of_tail(attest_kernel kernel, const uint8_t *tail)
 {
-    if (cached.have && cached.kernel == kernel && memcmp(cached.tail, tail, FUZZ_TAIL_BYTES) == 0)
-        return &cached.c;
-    if (cached.have) attest_case_free(&cached.c);
-    cached.have = 0;
     fuzz_input in = fuzz_input_make(tail, FUZZ_TAIL_BYTES);
-    if (generate(kernel, &in, &cached.c) != ATTEST_OK) return NULL;
-    cached.have = 1;
-    cached.kernel = kernel;
-    memcpy(cached.tail, tail, FUZZ_TAIL_BYTES);
-    return &cached.c;
+    uint64_t seed;
+    uint8_t knobs;
+    read_tail(&in, &seed, &knobs);
+    const attest_case *c;
+    if (base_case(kernel, seed, knobs, &c) != ATTEST_OK) {
+        attest_clear_error();
+        return NULL;
+    }
+    return c;
 }
 
 size_t fuzz_mutate(attest_kernel kernel, uint8_t *data, size_t size, size_t max_size,

@@ -207,15 +207,7 @@ _Static_assert(sizeof fuzz_indexer_feature_names / sizeof fuzz_indexer_feature_n
                "one name per indexer feature");
 _Static_assert(F_COUNT <= FUZZ_MAX_FEATURES, "FUZZ_MAX_FEATURES too small");
 
-static void fp8_classes(uint8_t v, uint8_t *hits, int nan, int max, int sub)
-{
-    const uint8_t m = v & 0x7F;
-    if (m == 0x7F) fuzz_hit(hits, nan);
-    else if (max >= 0 && m == 0x7E) fuzz_hit(hits, max);
-    else if (sub >= 0 && m != 0 && m < 0x08) fuzz_hit(hits, sub);
-}
-
-static void scale_classes(float s, uint8_t *hits)
+FUZZ_NO_COVERAGE static void scale_classes(float s, uint8_t *hits)
 {
     const float a = fabsf(s);
     if (isnan(s)) fuzz_hit(hits, F_SCALE_NAN);
@@ -226,8 +218,10 @@ static void scale_classes(float s, uint8_t *hits)
     else fuzz_hit(hits, F_SCALE_LARGE);
 }
 
-void fuzz_indexer_features(const attest_case *c, uint8_t *hits)
+FUZZ_NO_COVERAGE void fuzz_indexer_features(const attest_case *c, uint8_t *hits)
 {
+    const c4_geometry *g = c4();
+    uint64_t keys[FUZZ_FP8_CLASSES] = {0}, qs[FUZZ_FP8_CLASSES] = {0};
     const attest_indexer_params *p = &c->params.indexer;
     const int32_t *lens = attest_case_tensor_const(c, "context_lens")->data;
     const int32_t *table = attest_case_tensor_const(c, "block_table")->data;
@@ -258,17 +252,19 @@ void fuzz_indexer_features(const attest_case *c, uint8_t *hits)
             for (int32_t j = 0; j < i; j++)
                 if (row[j] == row[i]) fuzz_hit(hits, F_TABLE_REPEAT);
             if (row[i] < 0 || row[i] >= p->num_blocks) continue;
-            const uint8_t *blk = cache + (size_t)row[i] * c4()->stride;
+            const uint8_t *blk = cache + (size_t)row[i] * g->stride;
             const int32_t used = len - i * POSITIONS < POSITIONS ? len - i * POSITIONS : POSITIONS;
             for (int32_t pos = 0; pos < used; pos++) {
                 float s;
-                memcpy(&s, blk + c4()->scale[pos], 4);
+                memcpy(&s, blk + g->scale[pos], 4);
                 scale_classes(s, hits);
-                const uint8_t *k = blk + c4()->key[pos];
-                for (uint32_t d = 0; d < c4()->dim; d++) fp8_classes(k[d], hits, F_KEY_NAN, F_KEY_MAX, F_KEY_SUBNORMAL);
+                fuzz_fp8_census(blk + g->key[pos], g->dim, keys);
             }
         }
     }
+    fuzz_hit_n(hits, F_KEY_NAN, keys[FUZZ_FP8_NAN]);
+    fuzz_hit_n(hits, F_KEY_MAX, keys[FUZZ_FP8_MAX]);
+    fuzz_hit_n(hits, F_KEY_SUBNORMAL, keys[FUZZ_FP8_SUBNORMAL]);
     const int64_t total = (int64_t)p->b * p->max_len;
     if (valid == total) fuzz_hit(hits, F_INVALID_NONE);
     else if (valid == 0) fuzz_hit(hits, F_INVALID_ALL);
@@ -280,7 +276,8 @@ void fuzz_indexer_features(const attest_case *c, uint8_t *hits)
     if ((uint64_t)p->num_blocks * c4()->stride > (UINT64_C(1) << 31))
         fuzz_hit(hits, F_POOL_PAST_2G);
     const uint8_t *q = qt->data;
-    for (size_t i = 0; i < qt->nbytes; i++) fp8_classes(q[i], hits, F_Q_NAN, -1, -1);
+    fuzz_fp8_census(q, qt->nbytes, qs);
+    fuzz_hit_n(hits, F_Q_NAN, qs[FUZZ_FP8_NAN]);
     const float *w = wt->data;
     const size_t nw = attest_tensor_count(wt);
     for (size_t i = 0; i < nw; i++) {

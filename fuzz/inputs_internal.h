@@ -56,6 +56,42 @@ static inline void fuzz_hit(uint8_t *hits, int i)
     if (hits[i] < 255) hits[i]++;
 }
 
+/* Adds n to hits[i], saturating (n calls of fuzz_hit). */
+static inline void fuzz_hit_n(uint8_t *hits, int i, uint64_t n)
+{
+    hits[i] = (uint8_t)(hits[i] + n > 255 ? 255 : hits[i] + n);
+}
+
+/* The features are the targets' extra coverage counters: coverage of the code computing them
+ * would tell libFuzzer the same again, at a trace-cmp callback per byte of every case (a third
+ * of the indexer target's instructions). gcc has no such instrumentation to turn off. */
+#if defined(__clang__)
+#define FUZZ_NO_COVERAGE __attribute__((no_sanitize("coverage")))
+#else
+#define FUZZ_NO_COVERAGE
+#endif
+
+/* Classes of an fp8 e4m3 byte (sign ignored): NaN (0x7F), the largest finite (0x7E), subnormal
+ * (0x01-0x07), anything else. */
+enum { FUZZ_FP8_OTHER, FUZZ_FP8_NAN, FUZZ_FP8_MAX, FUZZ_FP8_SUBNORMAL, FUZZ_FP8_CLASSES };
+
+/* Adds to count[class] the number of the n bytes at v in each class (FUZZ_FP8_OTHER is not
+ * counted); branch-free, three sums the compiler vectorizes. */
+FUZZ_NO_COVERAGE static inline void fuzz_fp8_census(const uint8_t *v, size_t n,
+                                                    uint64_t count[FUZZ_FP8_CLASSES])
+{
+    uint32_t nan = 0, max = 0, sub = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t m = (uint8_t)(v[i] & 0x7Fu);
+        nan += m == 0x7Fu;
+        max += m == 0x7Eu;
+        sub += (uint8_t)(m - 1u) < 7u;
+    }
+    count[FUZZ_FP8_NAN] += nan;
+    count[FUZZ_FP8_MAX] += max;
+    count[FUZZ_FP8_SUBNORMAL] += sub;
+}
+
 /* Feature index of a head count: 1, 2, 3-8, 9-32, 33-64, more (six classes). */
 int fuzz_heads_class(int32_t heads);
 

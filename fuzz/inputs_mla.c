@@ -335,24 +335,20 @@ _Static_assert(sizeof fuzz_mla_feature_names / sizeof fuzz_mla_feature_names[0] 
                "one name per mla feature");
 _Static_assert(F_COUNT <= FUZZ_MAX_FEATURES, "FUZZ_MAX_FEATURES too small");
 
-static void exponent_class(int e, uint8_t *hits)
+FUZZ_NO_COVERAGE static void exponent_class(int e, uint8_t *hits)
 {
     fuzz_hit(hits, e <= -120 ? F_EXP_MIN : e < -10 ? F_EXP_SMALL : e < 10 ? F_EXP_UNIT : F_EXP_LARGE);
 }
 
 /* The values of one selected token. */
-static void token_features(const scope *s, int64_t t, uint8_t *hits)
+FUZZ_NO_COVERAGE static void token_features(const scope *s, int64_t t, uint8_t *hits,
+                                            uint64_t fp8[FUZZ_FP8_CLASSES])
 {
     const attest_layout *L = &s->layout;
     const uint8_t *page = s->pool + (uint64_t)(t / L->page_size) * L->page_stride;
     attest_token_offsets o;
     if (attest_layout_token_offsets(L, (uint32_t)(t % L->page_size), &o) != ATTEST_OK) return;
-    for (uint32_t d = 0; d < L->fp8_dim; d++) {
-        const uint8_t m = page[o.fp8 + d] & 0x7F;
-        if (m == 0x7F) fuzz_hit(hits, F_FP8_NAN);
-        else if (m == 0x7E) fuzz_hit(hits, F_FP8_MAX);
-        else if (m != 0 && m < 0x08) fuzz_hit(hits, F_FP8_SUBNORMAL);
-    }
+    fuzz_fp8_census(page + o.fp8, L->fp8_dim, fp8);
     for (uint32_t k = 0; k < L->num_scales; k++) {
         if (L->scale_format == ATTEST_SCALE_UE8M0) {
             const uint8_t b = page[o.scale[k]];
@@ -377,8 +373,9 @@ static void token_features(const scope *s, int64_t t, uint8_t *hits)
 }
 
 /* Features of one scope's indices; valid[row] counts each row's valid slots. */
-static void scope_features(const attest_case *c, const scope *s, const int32_t *lens, int32_t *valid,
-                           uint8_t *hits, uint8_t *seen)
+FUZZ_NO_COVERAGE static void scope_features(const attest_case *c, const scope *s,
+                                            const int32_t *lens, int32_t *valid, uint8_t *hits,
+                                            uint8_t *seen, uint64_t fp8[FUZZ_FP8_CLASSES])
 {
     const int32_t w = row_width(s);
     const uint64_t rows = row_count(s);
@@ -398,7 +395,7 @@ static void scope_features(const attest_case *c, const scope *s, const int32_t *
                 if (v % (int32_t)P == (int32_t)P - 1) fuzz_hit(hits, F_PAGE_LAST);
                 if (!(seen[v >> 3] & (1u << (v & 7)))) {
                     seen[v >> 3] |= (uint8_t)(1u << (v & 7));
-                    token_features(s, v, hits);
+                    token_features(s, v, hits, fp8);
                 } else {
                     for (int32_t j = 0; j < i; j++)
                         if (row[j] == v) {
@@ -417,8 +414,24 @@ static void scope_features(const attest_case *c, const scope *s, const int32_t *
     }
 }
 
-void fuzz_mla_features(const attest_case *c, uint8_t *hits)
+/* A buffer of at least n zeroed bytes kept between calls (the features run on every exec and
+ * must not allocate there once the largest case has been seen); NULL when out of memory. */
+FUZZ_NO_COVERAGE static void *zeroed(void **buf, size_t *cap, size_t n)
 {
+    if (n > *cap) {
+        void *b = realloc(*buf, n);
+        if (b == NULL) return NULL;
+        *buf = b;
+        *cap = n;
+    }
+    return memset(*buf, 0, n);
+}
+
+FUZZ_NO_COVERAGE void fuzz_mla_features(const attest_case *c, uint8_t *hits)
+{
+    static void *valid_buf, *seen_buf;
+    static size_t valid_cap, seen_cap;
+    uint64_t fp8[FUZZ_FP8_CLASSES] = {0};
     const attest_mla_params *p = &c->params.mla;
     fuzz_hit(hits, p->layout == ATTEST_LAYOUT_MLA_V32 ? F_V32 : F_V4);
     if ((uint64_t)p->num_pages * (uint64_t)p->page_stride > (UINT64_C(1) << 31) ||
@@ -433,31 +446,35 @@ void fuzz_mla_features(const attest_case *c, uint8_t *hits)
         fuzz_hit(hits, lens[b] == 0 ? F_TOPK_LEN0 : lens[b] == 1 ? F_TOPK_LEN1
                        : lens[b] < p->topk ? F_TOPK_LEN_PART : F_TOPK_LEN_FULL);
     const uint64_t rows = (uint64_t)p->b * (uint64_t)p->s_q;
-    int32_t *valid = calloc(rows ? rows : 1, sizeof *valid);
+    int32_t *valid = zeroed(&valid_buf, &valid_cap, (rows ? rows : 1) * sizeof *valid);
     if (valid == NULL) return;
     for (int extra = 0; extra < 2; extra++) {
         scope s;
         scope_init(c, extra, &s);
         if (!s.present) continue;
-        uint8_t *seen = calloc((size_t)s.tokens / 8 + 1, 1);
+        uint8_t *seen = zeroed(&seen_buf, &seen_cap, (size_t)s.tokens / 8 + 1);
         if (seen == NULL) break;
         const attest_tensor *el = extra ? attest_case_tensor_const(c, "extra_topk_length") : lt;
-        scope_features(c, &s, el ? el->data : NULL, valid, hits, seen);
-        free(seen);
+        scope_features(c, &s, el ? el->data : NULL, valid, hits, seen, fp8);
     }
+    fuzz_hit_n(hits, F_FP8_NAN, fp8[FUZZ_FP8_NAN]);
+    fuzz_hit_n(hits, F_FP8_MAX, fp8[FUZZ_FP8_MAX]);
+    fuzz_hit_n(hits, F_FP8_SUBNORMAL, fp8[FUZZ_FP8_SUBNORMAL]);
     for (uint64_t r = 0; r < rows; r++)
         if (valid[r] == 0) fuzz_hit(hits, F_LONELY);
-    free(valid);
     const attest_tensor *st = attest_case_tensor_const(c, "attn_sink");
     if (!st) fuzz_hit(hits, F_SINK_NONE);
-    for (size_t i = 0; st && i < attest_tensor_count(st); i++) {
+    const size_t n_sink = st ? attest_tensor_count(st) : 0;
+    for (size_t i = 0; i < n_sink; i++) {
         const float v = ((const float *)st->data)[i];
         fuzz_hit(hits, isinf(v) ? (v > 0 ? F_SINK_POS_INF : F_SINK_NEG_INF) : F_SINK_FINITE);
     }
     const attest_tensor *qt = attest_case_tensor_const(c, "q_bf16");
     const uint16_t *q = qt->data;
-    for (size_t i = 0; i < attest_tensor_count(qt); i++)
-        if ((q[i] & 0x7F80u) == 0x7F80u && (q[i] & 0x7Fu)) fuzz_hit(hits, F_Q_NAN);
+    const size_t n_q = attest_tensor_count(qt);
+    uint64_t q_nan = 0;
+    for (size_t i = 0; i < n_q; i++) q_nan += (q[i] & 0x7F80u) == 0x7F80u && (q[i] & 0x7Fu);
+    fuzz_hit_n(hits, F_Q_NAN, q_nan);
     fuzz_hit(hits, F_HEADS + fuzz_heads_class(p->h_q));
     fuzz_hit(hits, p->s_q <= 1 ? F_S_Q1 : F_S_Q2);
     fuzz_hit(hits, p->b <= 1 ? F_BATCH1 : p->b <= 3 ? F_BATCH2_3 : F_BATCH4);
