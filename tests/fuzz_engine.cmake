@@ -2,6 +2,20 @@
 attest_add_cmocka_test(test_fuzz_inputs test_fuzz_inputs.c LIBS attest_fuzz_inputs)
 list(APPEND ATTEST_CUSTOM_TESTS test_fuzz_inputs)
 
+# A kernel target allocates nothing per exec on a case it has seen: the target's code
+# (fuzz/fuzz_common.c) with every allocation of attest's code counted through -Wl,--wrap
+# (test_fuzz_alloc: the indexer target; one kernel per process).
+attest_add_cmocka_test(test_fuzz_alloc test_fuzz_alloc.c LIBS attest_fuzz_inputs)
+if(TARGET test_fuzz_alloc)
+  target_sources(test_fuzz_alloc PRIVATE ${CMAKE_SOURCE_DIR}/fuzz/fuzz_common.c)
+  target_link_options(test_fuzz_alloc PRIVATE
+    -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=posix_memalign)
+  add_test(NAME test_fuzz_alloc_mla_decode COMMAND test_fuzz_alloc mla-decode)
+  set_tests_properties(test_fuzz_alloc_mla_decode PROPERTIES
+    LABELS unit ENVIRONMENT "CUDA_VISIBLE_DEVICES=" TIMEOUT 300)
+  list(APPEND ATTEST_CUSTOM_TESTS test_fuzz_alloc test_fuzz_alloc_mla_decode)
+endif()
+
 # `attest fuzz --engine libfuzzer` on every shipped host mutant and on the correct candidates
 # (tests/py/test_fuzz_engine.py). A fuzz build (clang) tests its own targets. A gcc build tests
 # itself driving a clang build's targets when clang can link libFuzzer: the fixture
