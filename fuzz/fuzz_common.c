@@ -247,7 +247,10 @@ int fuzz_kernel_input(attest_kernel kernel, const char *target, const char *fall
         abort();
     }
     if (kt.stats) {
-        if (__atomic_load_n(&kt.stats->closed, __ATOMIC_RELAXED)) return 0; /* stopping: no count */
+        if (__atomic_load_n(&kt.stats->closed, __ATOMIC_RELAXED)) { /* stopping: no count */
+            attest_case_free(&c);
+            return 0;
+        }
         __atomic_fetch_add(&kt.stats->execs, 1, __ATOMIC_RELAXED);
         /* The driver stops this job with SIGINT, which libFuzzer ends with _Exit: rows still
          * buffered would be lost, so the file is closed first, when asked. */
@@ -255,11 +258,15 @@ int fuzz_kernel_input(attest_kernel kernel, const char *target, const char *fall
             !__atomic_load_n(&kt.stats->closed, __ATOMIC_RELAXED)) {
             fuzz_results_close_as(ATTEST_RESULTS_INTERRUPTED);
             __atomic_store_n(&kt.stats->closed, 1, __ATOMIC_RELEASE);
+            attest_case_free(&c);
             return 0;
         }
     }
     kt.execs++;
-    if (!valid) return 0;
+    if (!valid) {
+        attest_case_free(&c);
+        return 0;
+    }
     uint8_t hits[FUZZ_MAX_FEATURES];
     fuzz_case_features(&c, hits);
     for (int i = 0; i < FUZZ_MAX_FEATURES; i++) {
@@ -274,6 +281,7 @@ int fuzz_kernel_input(attest_kernel kernel, const char *target, const char *fall
         __atomic_fetch_add(&kt.stats->judged, 1, __ATOMIC_RELAXED);
     }
     fuzz_judge(target, cand, &c);
+    attest_case_free(&c); /* frees nothing unless the pool is held sparsely */
     return 0;
 }
 

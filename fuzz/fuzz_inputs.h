@@ -75,9 +75,11 @@ typedef struct fuzz_workspace {
     size_t cap;
 } fuzz_workspace;
 
-/* fuzz_decode into ws's storage: *out's tensors point into ws (it owns no memory:
- * attest_case_free on it is harmless and frees nothing) and stay valid until the next call with
- * ws. On !*valid, *out still holds the decoded (invalid) case. */
+/* fuzz_decode into ws's storage: *out's tensors point into ws, or, for a cache no operation
+ * wrote, into the generated case the decoder keeps; read-only, valid until the next
+ * fuzz_decode_reuse, fuzz_decode or fuzz_mutate. A case whose pool is held sparsely owns its
+ * memory instead. Free *out with attest_case_free after use either way (it frees nothing
+ * for a case in ws). On !*valid, *out still holds the decoded (invalid) case. */
 attest_status fuzz_decode_reuse(fuzz_workspace *ws, attest_kernel kernel, const uint8_t *data,
                                 size_t size, attest_case *out, int *valid) ATTEST_MUST_CHECK;
 void fuzz_workspace_free(fuzz_workspace *ws);

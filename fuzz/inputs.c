@@ -121,7 +121,9 @@ static attest_status base_case(attest_kernel kernel, uint64_t seed, uint8_t knob
     slot_clear(s);
     ATTEST_FORWARD(generate(kernel, seed, knobs, &s->c));
     s->bytes = 0;
-    for (size_t i = 0; i < s->c.num_tensors; i++) s->bytes += s->c.tensors[i].nbytes;
+    for (size_t i = 0; i < s->c.num_tensors; i++) /* a sparse pool commits only its reached pages */
+        if (!attest_case_tensor_pool(&s->c, i) || !(s->c.sparse_pools & attest_case_tensor_pool(&s->c, i)))
+            s->bytes += s->c.tensors[i].nbytes;
     if (cache.bytes + s->bytes > CACHE_BYTES)
         for (size_t i = 0; i < CACHE_SLOTS; i++) slot_clear(&cache.slot[i]);
     s->have = 1;
@@ -137,7 +139,33 @@ static attest_status base_case(attest_kernel kernel, uint64_t seed, uint8_t knob
 
 static size_t aligned(size_t n) { return (n + STORAGE_ALIGN - 1) / STORAGE_ALIGN * STORAGE_ALIGN; }
 
-/* Copies base into *dst, its tensors in ws's block (grown when too small, never shrunk). */
+/* The decode in progress: a cache tensor stays the cached case's bytes until an operation
+ * writes it (fuzz_writable). The pools are most of a case, and most operations touch indices,
+ * lengths, queries or sinks: copying them per exec was a pass over the case that nothing read. */
+static struct {
+    attest_case *c;
+    const attest_case *base;
+    fuzz_workspace *ws;
+    size_t offset[ATTEST_CASE_MAX_TENSORS];
+} decoding;
+
+static int shared_by_default(const attest_tensor *t) { return strstr(t->name, "cache_bytes") != NULL; }
+
+void *fuzz_writable(attest_tensor *t)
+{
+    attest_case *c = decoding.c;
+    if (c == NULL || t < c->tensors || t >= c->tensors + c->num_tensors) return t->data;
+    const size_t i = (size_t)(t - c->tensors);
+    void *own = (uint8_t *)decoding.ws->block + decoding.offset[i];
+    if (t->data != own) {
+        if (t->nbytes) memcpy(own, t->data, t->nbytes);
+        t->data = own;
+    }
+    return own;
+}
+
+/* Lays base out in *dst with its tensors in ws's block (grown when too small, never shrunk):
+ * every tensor but the caches copied, the caches left shared until written. */
 static attest_status copy_into(fuzz_workspace *ws, const attest_case *base, attest_case *dst)
 {
     size_t total = 0;
@@ -155,11 +183,18 @@ static attest_status copy_into(fuzz_workspace *ws, const attest_case *base, atte
     }
     *dst = *base;
     dst->heap_block_ = NULL; /* the workspace owns the bytes */
+    dst->heap_map_bytes_ = 0;
+    decoding.c = dst;
+    decoding.base = base;
+    decoding.ws = ws;
     size_t offset = 0;
     for (size_t i = 0; i < base->num_tensors; i++) {
-        dst->tensors[i].data = (uint8_t *)ws->block + offset;
-        if (base->tensors[i].nbytes) memcpy(dst->tensors[i].data, base->tensors[i].data, base->tensors[i].nbytes);
+        decoding.offset[i] = offset;
         offset += aligned(base->tensors[i].nbytes);
+        if (shared_by_default(&base->tensors[i])) continue; /* dst's data is base's for now */
+        dst->tensors[i].data = (uint8_t *)ws->block + decoding.offset[i];
+        if (base->tensors[i].nbytes)
+            memcpy(dst->tensors[i].data, base->tensors[i].data, base->tensors[i].nbytes);
     }
     return ATTEST_OK;
 }
@@ -171,9 +206,10 @@ static attest_status check_kernel(attest_kernel kernel)
     return ATTEST_OK;
 }
 
-/* The generated case of the input's tail, copied into *out, with the head's operations. */
+/* The generated case of the input's tail, copied into *out, with the head's operations; shared:
+ * the caches no operation wrote stay the cached case's bytes. */
 static attest_status decode_onto(fuzz_workspace *ws, attest_kernel kernel, const uint8_t *data,
-                                 size_t size, attest_case *out, int *valid)
+                                 size_t size, int shared, attest_case *out, int *valid)
 {
     fuzz_input in = fuzz_input_make(data, size);
     uint64_t seed;
@@ -181,11 +217,37 @@ static attest_status decode_onto(fuzz_workspace *ws, attest_kernel kernel, const
     read_tail(&in, &seed, &knobs);
     const attest_case *base;
     ATTEST_FORWARD(base_case(kernel, seed, knobs, &base));
-    ATTEST_FORWARD(copy_into(ws, base, out));
+    if (base->sparse_pools) {
+        /* A pool held sparsely spans gigabytes of address space: the case gets its own
+         * reservation and only the pages it reaches (attest_case_copy_tensor), as the generator
+         * left it, and owns that memory whatever `shared` asks. */
+        *out = *base;
+        out->heap_block_ = NULL;
+        out->heap_map_bytes_ = 0;
+        for (size_t i = 0; i < out->num_tensors; i++) out->tensors[i].data = NULL;
+        ATTEST_FORWARD(attest_case_alloc_heap(out));
+        for (size_t i = 0; i < out->num_tensors; i++) {
+            if (out->tensors[i].role == ATTEST_ROLE_OUTPUT) continue;
+            attest_status st = attest_case_copy_tensor(out, base, i);
+            if (st != ATTEST_OK) {
+                attest_case_free(out);
+                return st;
+            }
+        }
+    } else {
+        attest_status st = copy_into(ws, base, out);
+        if (st != ATTEST_OK) {
+            memset(&decoding, 0, sizeof decoding);
+            return st;
+        }
+    }
     if (kernel == ATTEST_KERNEL_INDEXER)
         fuzz_indexer_apply(out, &in, valid);
     else
         fuzz_mla_apply(out, &in, valid);
+    if (!shared && !base->sparse_pools) /* owning its memory: what no operation wrote, now */
+        for (size_t i = 0; i < out->num_tensors; i++) (void)fuzz_writable(&out->tensors[i]);
+    memset(&decoding, 0, sizeof decoding);
     return ATTEST_OK;
 }
 
@@ -195,12 +257,15 @@ attest_status fuzz_decode(attest_kernel kernel, const uint8_t *data, size_t size
     *valid = 0;
     ATTEST_FORWARD(check_kernel(kernel));
     fuzz_workspace ws = {NULL, 0};
-    attest_status st = decode_onto(&ws, kernel, data, size, out, valid);
+    attest_status st = decode_onto(&ws, kernel, data, size, 0, out, valid);
     if (st != ATTEST_OK) {
         fuzz_workspace_free(&ws);
         return st;
     }
-    out->heap_block_ = ws.block; /* the case owns its bytes (attest_case_free frees them) */
+    if (out->heap_block_ == NULL) /* dense: the case owns the workspace's block */
+        out->heap_block_ = ws.block;
+    else
+        fuzz_workspace_free(&ws);
     if (!*valid) attest_case_free(out);
     return ATTEST_OK;
 }
@@ -210,7 +275,7 @@ attest_status fuzz_decode_reuse(fuzz_workspace *ws, attest_kernel kernel, const 
 {
     *valid = 0;
     ATTEST_FORWARD(check_kernel(kernel));
-    return decode_onto(ws, kernel, data, size, out, valid);
+    return decode_onto(ws, kernel, data, size, 1, out, valid);
 }
 
 void fuzz_workspace_free(fuzz_workspace *ws)

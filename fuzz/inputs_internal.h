@@ -33,6 +33,12 @@ void fuzz_mla_apply(attest_case *c, fuzz_input *in, int *valid);
  * case whatever the generator's default rate. */
 static inline int fuzz_high_pool_knob(uint8_t knobs) { return (knobs & 0x18) == 0x18; }
 
+/* The bytes of tensor t of the case being decoded, for writing: the decoder leaves the caches
+ * shared with the cached generated case until an operation writes them, so every write into a
+ * cache goes through here (which copies it into the workspace once). Other tensors, and cases
+ * not being decoded, are returned as they are. */
+void *fuzz_writable(attest_tensor *t);
+
 /* Generator options from the knobs byte. */
 void fuzz_indexer_knobs(uint8_t knobs, attest_gen_options *opt);
 void fuzz_mla_knobs(uint8_t knobs, attest_gen_options *opt);

@@ -45,7 +45,8 @@
 /* One scope of the case: its pool, layout and index list. */
 typedef struct scope {
     attest_layout layout;
-    uint8_t *pool;
+    uint8_t *pool;          /* for reading (features); writes go through pool_w */
+    attest_tensor *pool_t;
     int64_t tokens;
     attest_tensor *indices;
     int present;
@@ -61,11 +62,15 @@ static void scope_init(const attest_case *c, int extra, scope *s)
     int32_t pages = extra ? p->extra_num_pages : p->num_pages;
     if (attest_layout_make(p->layout, (uint32_t)page_size, (uint64_t)stride, &s->layout) != ATTEST_OK)
         abort(); /* the generator made this case: its layout is valid */
-    s->pool = attest_case_tensor_const(c, extra ? "extra_cache_bytes" : "cache_bytes")->data;
+    s->pool_t = (attest_tensor *)attest_case_tensor_const(c, extra ? "extra_cache_bytes" : "cache_bytes");
+    s->pool = s->pool_t->data;
     s->tokens = (int64_t)pages * page_size;
     s->indices = (attest_tensor *)attest_case_tensor_const(c, extra ? "extra_indices" : "indices");
     s->present = 1;
 }
+
+/* The pool, for an operation that writes it (fuzz_writable). */
+static uint8_t *pool_w(const scope *s) { return fuzz_writable(s->pool_t); }
 
 /* A bf16 pattern below 2^max_exp in magnitude, or NaN; infinities fold into the range. */
 static uint16_t bf16_in_range(uint16_t v, unsigned max_exp)
@@ -92,7 +97,7 @@ static void mutate_token(const scope *s, fuzz_input *in, int field)
 {
     const attest_layout *L = &s->layout;
     int64_t t = pick_token(s, in);
-    uint8_t *page = s->pool + (uint64_t)(t / L->page_size) * L->page_stride;
+    uint8_t *page = pool_w(s) + (uint64_t)(t / L->page_size) * L->page_stride;
     attest_token_offsets o;
     if (attest_layout_token_offsets(L, (uint32_t)(t % L->page_size), &o) != ATTEST_OK) abort();
     if (field == 0) { /* an fp8 element: any of the 256 patterns */
@@ -134,7 +139,7 @@ static void mutate_padding(const scope *s, fuzz_input *in)
 {
     const attest_layout *L = &s->layout;
     int64_t t = pick_token(s, in);
-    uint8_t *page = s->pool + (uint64_t)(t / L->page_size) * L->page_stride;
+    uint8_t *page = pool_w(s) + (uint64_t)(t / L->page_size) * L->page_stride;
     uint64_t spare = L->page_stride - L->page_payload;
     uint8_t v = (uint8_t)fuzz_head_uint(in, 1);
     uint32_t r = (uint32_t)fuzz_head_uint(in, 2);
@@ -226,7 +231,7 @@ static void apply_extended(const scope *s, fuzz_input *in)
     }
     case 3: { /* every scale of one token */
         int64_t t = pick_token(s, in);
-        uint8_t *page = s->pool + (uint64_t)(t / L->page_size) * L->page_stride;
+        uint8_t *page = pool_w(s) + (uint64_t)(t / L->page_size) * L->page_stride;
         attest_token_offsets o;
         if (attest_layout_token_offsets(L, (uint32_t)(t % L->page_size), &o) != ATTEST_OK) abort();
         const uint8_t e = (uint8_t)fuzz_head_uint(in, 1);
@@ -244,7 +249,7 @@ static void apply_extended(const scope *s, fuzz_input *in)
         const uint64_t pages = (uint64_t)s->tokens / L->page_size;
         const uint64_t a = fuzz_head_uint(in, 2) % pages, b = fuzz_head_uint(in, 2) % pages;
         if (a == b) break;
-        uint8_t *pa = s->pool + a * L->page_stride, *pb = s->pool + b * L->page_stride;
+        uint8_t *pool = pool_w(s), *pa = pool + a * L->page_stride, *pb = pool + b * L->page_stride;
         for (uint64_t i = 0; i < L->page_stride; i++) {
             const uint8_t v = pa[i];
             pa[i] = pb[i];
@@ -372,10 +377,26 @@ FUZZ_NO_COVERAGE static void token_features(const scope *s, int64_t t, uint8_t *
     }
 }
 
+/* Tokens already seen, an open-addressed set of the index slots' values (-1: empty): sized by
+ * the slots, not by the pool, which may span millions of pages (a sparse pool). 1 when v is new
+ * (and now in the set). */
+FUZZ_NO_COVERAGE static int seen_insert(int32_t *set, uint64_t mask, int32_t v)
+{
+    for (uint64_t h = ((uint64_t)(uint32_t)v * 0x9E3779B97F4A7C15ULL) >> 32;; h++) {
+        int32_t *e = &set[h & mask];
+        if (*e == v) return 0;
+        if (*e < 0) {
+            *e = v;
+            return 1;
+        }
+    }
+}
+
 /* Features of one scope's indices; valid[row] counts each row's valid slots. */
 FUZZ_NO_COVERAGE static void scope_features(const attest_case *c, const scope *s,
                                             const int32_t *lens, int32_t *valid, uint8_t *hits,
-                                            uint8_t *seen, uint64_t fp8[FUZZ_FP8_CLASSES])
+                                            int32_t *seen, uint64_t seen_mask,
+                                            uint64_t fp8[FUZZ_FP8_CLASSES])
 {
     const int32_t w = row_width(s);
     const uint64_t rows = row_count(s);
@@ -393,8 +414,7 @@ FUZZ_NO_COVERAGE static void scope_features(const attest_case *c, const scope *s
                 tile_valid++;
                 if (v % (int32_t)P == 0) fuzz_hit(hits, F_PAGE_FIRST);
                 if (v % (int32_t)P == (int32_t)P - 1) fuzz_hit(hits, F_PAGE_LAST);
-                if (!(seen[v >> 3] & (1u << (v & 7)))) {
-                    seen[v >> 3] |= (uint8_t)(1u << (v & 7));
+                if (seen_insert(seen, seen_mask, v)) {
                     token_features(s, v, hits, fp8);
                 } else {
                     for (int32_t j = 0; j < i; j++)
@@ -452,10 +472,13 @@ FUZZ_NO_COVERAGE void fuzz_mla_features(const attest_case *c, uint8_t *hits)
         scope s;
         scope_init(c, extra, &s);
         if (!s.present) continue;
-        uint8_t *seen = zeroed(&seen_buf, &seen_cap, (size_t)s.tokens / 8 + 1);
+        uint64_t cap = 16;
+        while (cap < 2 * (uint64_t)attest_tensor_count(s.indices)) cap *= 2;
+        int32_t *seen = zeroed(&seen_buf, &seen_cap, cap * sizeof *seen);
         if (seen == NULL) break;
+        memset(seen, 0xFF, cap * sizeof *seen);
         const attest_tensor *el = extra ? attest_case_tensor_const(c, "extra_topk_length") : lt;
-        scope_features(c, &s, el ? el->data : NULL, valid, hits, seen, fp8);
+        scope_features(c, &s, el ? el->data : NULL, valid, hits, seen, cap - 1, fp8);
     }
     fuzz_hit_n(hits, F_FP8_NAN, fp8[FUZZ_FP8_NAN]);
     fuzz_hit_n(hits, F_FP8_MAX, fp8[FUZZ_FP8_MAX]);
