@@ -92,14 +92,17 @@ static inline pool_view mla_pool(attest_case *c, int extra, const attest_gen_inf
             v.in_req[(size_t)table[(size_t)b * ppr + t / P] * P + t % P] = 1;
     }
     free(page_used);
-    if (!info->sparse_fill) {
-        memcpy(v.written, v.in_req, (size_t)v.num_pages * P);
-        return v;
-    }
-    /* Sparse fill: exactly the slots a valid entry selects hold values. */
     const int32_t K = extra ? p->extra_topk : p->topk;
     const int32_t *idx = data(c, extra ? "extra_indices" : "indices");
     const int32_t *tl = data(c, extra ? "extra_topk_length" : "topk_length");
+    if (!info->sparse_fill) {
+        /* Full fill: the request's slots that any index slot names (past topk_length too). */
+        const size_t n = (size_t)p->b * (size_t)p->s_q * (size_t)K;
+        for (size_t k = 0; k < n; k++)
+            if (idx[k] >= 0 && v.in_req[idx[k]]) v.written[idx[k]] = 1;
+        return v;
+    }
+    /* Sparse fill: exactly the slots a valid entry selects hold values. */
     for (int32_t b = 0; b < p->b; b++)
         for (int32_t q = 0; q < p->s_q; q++)
             for (int32_t k = 0; k < (tl ? tl[b] : K); k++) {

@@ -80,7 +80,8 @@ typedef struct attest_gen_info {
     int32_t nan_unselected;      /* NaN bytes placed in written tokens no valid index selects */
     int32_t sparse_fill;         /* mla: 1 = only tokens a valid index selects were written (the
                                     rest of each request is poison, as upstream tests do);
-                                    0 = every token [0, lens[b]) was written */
+                                    0 = every token of [0, lens[b]) that an index slot names
+                                    (valid or past topk_length) was written, the rest poison */
 } attest_gen_info;
 
 /* attest_generate_case plus the info above (info may be NULL). Free info with

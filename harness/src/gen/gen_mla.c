@@ -84,6 +84,23 @@ static void mark_all_written(scope *s)
                 SLOT_WRITTEN;
 }
 
+/* The full fill, after the indices are drawn: of the tokens a request holds, a kernel that reads
+ * through its index lists can read only those some slot names (a valid entry, one past
+ * topk_length, a duplicate); the rest go back to poison, as every unselected token of the
+ * sparse fill is, so a correct kernel already meets poison there. Quantizing them was most of
+ * the fill: the default cases held 2.75x the tokens any index named (issue 10). */
+#define SLOT_NAMED 4
+static void keep_named(scope *s, int32_t s_q, const int32_t *idx)
+{
+    const size_t n = (size_t)s->b * (size_t)s_q * (size_t)s->topk;
+    for (size_t k = 0; k < n; k++)
+        if (idx[k] >= 0) s->state[idx[k]] |= SLOT_NAMED;
+    for (size_t i = 0; i < (size_t)s->num_pages * s->P; i++)
+        s->state[i] = (s->state[i] & SLOT_NAMED) ? (uint8_t)(s->state[i] & ~SLOT_NAMED)
+                      : s->state[i] == SLOT_WRITTEN ? (uint8_t)SLOT_POISON
+                                                    : s->state[i];
+}
+
 /* Poisons the pool, then quantizes the tokens to hold: every token of every request, or (sparse)
  * only the selected ones, as upstream tests do. Fills the truth (NaN where nothing was written)
  * and leaves every held slot WRITTEN or SELECTED. */
@@ -399,9 +416,10 @@ attest_status gen_mla_case(const attest_gen_options *opt, uint64_t seed, attest_
         cfg.extreme_salt = attest_rng_u64(&mix);
         cfg.extreme_key_rate = 1.0 / 128.0;
     }
-    /* Half the cases hold every token of every request (so unselected tokens are real values,
-     * sometimes with NaNs sprinkled in); half hold only the selected ones, the rest poison, as
-     * upstream tests build them. Indices come first so the sparse fill knows what to write. */
+    /* Half the cases hold every token an index slot names (so unselected tokens are real
+     * values, sometimes with NaNs sprinkled in); half hold only the selected ones, the rest
+     * poison, as upstream tests build them. Indices come first so both fills know what to
+     * write. */
     const int sparse = attest_rng_bernoulli(&shape, 0.5);
     uint8_t *pool = tensor_data(c, "cache_bytes");
     float *truth = tensor_data(c, "kv_true");
@@ -410,12 +428,14 @@ attest_status gen_mla_case(const attest_gen_options *opt, uint64_t seed, attest_
     if (!sparse) mark_all_written(&m);
     st = fill_scope_indices(&m, p->s_q, tensor_data(c, "indices"),
                             p->has_topk_length ? tensor_data(c, "topk_length") : NULL, &idx);
+    if (st == ATTEST_OK && !sparse) keep_named(&m, p->s_q, tensor_data(c, "indices"));
     if (st == ATTEST_OK) st = fill_scope_cache(&m, pool, truth, &policy, &cfg, &vals, &edges, sparse);
     if (st == ATTEST_OK && p->has_extra) {
         if (!sparse) mark_all_written(&x);
         st = fill_scope_indices(
             &x, p->s_q, tensor_data(c, "extra_indices"),
             p->has_extra_topk_length ? tensor_data(c, "extra_topk_length") : NULL, &xidx);
+        if (st == ATTEST_OK && !sparse) keep_named(&x, p->s_q, tensor_data(c, "extra_indices"));
         if (st == ATTEST_OK)
             st = fill_scope_cache(&x, xpool, xtruth, &policy, &cfg, &xvals, &edges, sparse);
     }
