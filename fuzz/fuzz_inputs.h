@@ -73,13 +73,16 @@ attest_status fuzz_topk_decode(const uint8_t *data, size_t size, attest_topk_cas
 typedef struct fuzz_workspace {
     void *block;
     size_t cap;
+    void *map[2];         /* a sparse pool an operation wrote: its own reservation, until the */
+    size_t map_bytes[2];  /* next decode */
 } fuzz_workspace;
 
 /* fuzz_decode into ws's storage: *out's tensors point into ws, or, for a cache no operation
  * wrote, into the generated case the decoder keeps; read-only, valid until the next
- * fuzz_decode_reuse, fuzz_decode or fuzz_mutate. A case whose pool is held sparsely owns its
- * memory instead. Free *out with attest_case_free after use either way (it frees nothing
- * for a case in ws). On !*valid, *out still holds the decoded (invalid) case. */
+ * fuzz_decode_reuse, fuzz_decode or fuzz_mutate (a pool held sparsely and written by an
+ * operation lives in a reservation of ws's until the next decode). Free *out with
+ * attest_case_free after use (it frees nothing: ws owns it all). On !*valid, *out still holds
+ * the decoded (invalid) case. */
 attest_status fuzz_decode_reuse(fuzz_workspace *ws, attest_kernel kernel, const uint8_t *data,
                                 size_t size, attest_case *out, int *valid) ATTEST_MUST_CHECK;
 void fuzz_workspace_free(fuzz_workspace *ws);

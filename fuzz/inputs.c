@@ -2,6 +2,7 @@
  * dispatch and the structure-aware mutator's frame (fuzz_inputs.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "inputs_internal.h"
 
@@ -151,11 +152,52 @@ static struct {
 
 static int shared_by_default(const attest_tensor *t) { return strstr(t->name, "cache_bytes") != NULL; }
 
+/* Tensor i of c is a pool held sparsely (gigabytes of address space, a few pages placed). */
+static int sparse_pool(const attest_case *c, size_t i)
+{
+    const unsigned pool = attest_case_tensor_pool(c, i);
+    return pool != 0 && (c->sparse_pools & pool) != 0;
+}
+
+static void unmap_pools(fuzz_workspace *ws)
+{
+    for (int k = 0; k < 2; k++) {
+        if (ws->map[k]) munmap(ws->map[k], ws->map_bytes[k]);
+        ws->map[k] = NULL;
+        ws->map_bytes[k] = 0;
+    }
+}
+
+/* A sparse pool's own copy: a reservation holding the pages the cached case reaches, as
+ * attest_case_alloc_heap and attest_case_copy_tensor make one. NULL when out of address space. */
+static void *own_sparse_pool(attest_tensor *t, size_t i)
+{
+    fuzz_workspace *ws = decoding.ws;
+    const int k = ws->map[0] ? 1 : 0;
+    void *m = mmap(NULL, t->nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED || ws->map[k]) {
+        if (m != MAP_FAILED) munmap(m, t->nbytes);
+        return NULL;
+    }
+    ws->map[k] = m;
+    ws->map_bytes[k] = t->nbytes;
+    t->data = m;
+    if (attest_case_copy_tensor(decoding.c, decoding.base, i) != ATTEST_OK) return NULL;
+    return m;
+}
+
 void *fuzz_writable(attest_tensor *t)
 {
     attest_case *c = decoding.c;
     if (c == NULL || t < c->tensors || t >= c->tensors + c->num_tensors) return t->data;
     const size_t i = (size_t)(t - c->tensors);
+    if (sparse_pool(c, i)) {
+        if (t->data != decoding.base->tensors[i].data) return t->data; /* already its own */
+        void *own = own_sparse_pool(t, i);
+        if (own == NULL) abort(); /* out of address space: a decode cannot go on half-copied */
+        return own;
+    }
     void *own = (uint8_t *)decoding.ws->block + decoding.offset[i];
     if (t->data != own) {
         if (t->nbytes) memcpy(own, t->data, t->nbytes);
@@ -168,8 +210,10 @@ void *fuzz_writable(attest_tensor *t)
  * every tensor but the caches copied, the caches left shared until written. */
 static attest_status copy_into(fuzz_workspace *ws, const attest_case *base, attest_case *dst)
 {
+    unmap_pools(ws);
     size_t total = 0;
-    for (size_t i = 0; i < base->num_tensors; i++) total += aligned(base->tensors[i].nbytes);
+    for (size_t i = 0; i < base->num_tensors; i++)
+        if (!sparse_pool(base, i)) total += aligned(base->tensors[i].nbytes);
     if (total > ws->cap || ws->block == NULL) {
         free(ws->block);
         ws->block = NULL;
@@ -189,6 +233,7 @@ static attest_status copy_into(fuzz_workspace *ws, const attest_case *base, atte
     decoding.ws = ws;
     size_t offset = 0;
     for (size_t i = 0; i < base->num_tensors; i++) {
+        if (sparse_pool(base, i)) continue; /* shared; its own reservation when written */
         decoding.offset[i] = offset;
         offset += aligned(base->tensors[i].nbytes);
         if (shared_by_default(&base->tensors[i])) continue; /* dst's data is base's for now */
@@ -217,7 +262,7 @@ static attest_status decode_onto(fuzz_workspace *ws, attest_kernel kernel, const
     read_tail(&in, &seed, &knobs);
     const attest_case *base;
     ATTEST_FORWARD(base_case(kernel, seed, knobs, &base));
-    if (base->sparse_pools) {
+    if (base->sparse_pools && !shared) {
         /* A pool held sparsely spans gigabytes of address space: the case gets its own
          * reservation and only the pages it reaches (attest_case_copy_tensor), as the generator
          * left it, and owns that memory whatever `shared` asks. */
@@ -256,7 +301,8 @@ attest_status fuzz_decode(attest_kernel kernel, const uint8_t *data, size_t size
 {
     *valid = 0;
     ATTEST_FORWARD(check_kernel(kernel));
-    fuzz_workspace ws = {NULL, 0};
+    fuzz_workspace ws;
+    memset(&ws, 0, sizeof ws);
     attest_status st = decode_onto(&ws, kernel, data, size, 0, out, valid);
     if (st != ATTEST_OK) {
         fuzz_workspace_free(&ws);
@@ -280,6 +326,7 @@ attest_status fuzz_decode_reuse(fuzz_workspace *ws, attest_kernel kernel, const 
 
 void fuzz_workspace_free(fuzz_workspace *ws)
 {
+    unmap_pools(ws);
     free(ws->block);
     ws->block = NULL;
     ws->cap = 0;
