@@ -83,4 +83,10 @@ attest_status check_compare_stored(const attest_case *c, const check_expected *e
  * an error return) stands; a mismatch with the reference does not, the stored gates decide. */
 attest_verdict check_stored_verdict(const attest_case_record *ref, uint32_t stored_gates);
 
+/* --- attest check FILE... --recorded (check_recorded.c) ------------------------------------ */
+
+/* 1 when argv asks for --recorded: the files' recorded outputs are judged, no candidate runs. */
+int attest_check_wants_recorded(int argc, char **argv);
+int attest_cmd_check_recorded(int argc, char **argv);
+
 #endif

@@ -63,7 +63,10 @@ static void usage(FILE *f)
           "With --candidate STAGE=SPEC (indexer=, topk=, decode=) the files are pipeline case\n"
           "files and each chain is judged seam by seam (attest check --candidate topk=X --help).\n"
           "With a top-k candidate (or --kernel topk) the files are top-k case files\n"
-          "(attest check --kernel topk --help).\n",
+          "(attest check --kernel topk --help).\n"
+          "With --recorded (no --candidate) the files are saved failing cases (attest run\n"
+          "--save-failures) and their recorded outputs are judged again (attest check --recorded\n"
+          "--help).\n",
           f);
 }
 
@@ -575,6 +578,7 @@ static void print_summary(const check_run *r, double seconds)
 
 int attest_cmd_check(int argc, char **argv)
 {
+    if (attest_check_wants_recorded(argc, argv)) return attest_cmd_check_recorded(argc, argv);
     if (attest_wants_pipeline(argc, argv)) return attest_cmd_check_pipeline(argc, argv);
     if (attest_check_wants_topk(argc, argv)) return attest_cmd_check_topk(argc, argv);
     char command_line[2048]; /* before getopt permutes argv */

@@ -15,6 +15,7 @@
 #include "pipeline_run.h"
 #include "topk_run.h"
 #include "baseline.h"
+#include "save_failures.h"
 
 static void usage(FILE *f)
 {
@@ -51,6 +52,10 @@ static void usage(FILE *f)
           "  --print-failures N failing cases printed as they happen (default 20)\n"
           "  --junit FILE       also write a JUnit XML report (one testcase per case)\n"
           "  --json FILE        also write the summary as JSON\n"
+          "  --save-failures DIR  write each failing case (every failing verdict) as\n"
+          "                     DIR/<kernel>-SEED.h5 with the candidate's first-run outputs as\n"
+          "                     recorded outputs; an existing file is kept, never replaced.\n"
+          "                     attest check FILE --recorded judges one again (docs/gpu.md)\n"
           "  --quiet            no progress line (the default when not a terminal or CI is set)\n"
           "generator bounds:\n" ATTEST_CLI_GEN_USAGE,
           f);
@@ -59,7 +64,7 @@ static void usage(FILE *f)
 enum {
     OPT_CASE_SEED = 256, OPT_POLICY, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_MAX_FAILURES,
     OPT_PRINT_FAILURES, OPT_QUIET, OPT_JOBS, OPT_JUNIT, OPT_JSON, OPT_FORCE, OPT_GRAPH,
-    OPT_SANITIZE
+    OPT_SANITIZE, OPT_SAVE
 };
 
 static const struct option long_options[] = {
@@ -85,11 +90,12 @@ static const struct option long_options[] = {
     {"force", no_argument, NULL, OPT_FORCE},
     {"graph", no_argument, NULL, OPT_GRAPH},
     {"sanitize", required_argument, NULL, OPT_SANITIZE},
+    {"save-failures", required_argument, NULL, OPT_SAVE},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct run_args {
-    const char *candidate, *kernel, *out, *policy, *filter, *junit, *json, *sanitize;
+    const char *candidate, *kernel, *out, *policy, *filter, *junit, *json, *sanitize, *save_dir;
     uint64_t cases, seed, case_seed, max_failures, print_failures;
     int use_case_seed, no_isolate, quiet, force, graph;
     int32_t reruns, jobs;
@@ -156,6 +162,7 @@ static int parse(int argc, char **argv, run_args *a)
         case OPT_JSON: a->json = optarg; break;
         case OPT_FORCE: a->force = 1; break;
         case OPT_GRAPH: a->graph = 1; break;
+        case OPT_SAVE: a->save_dir = optarg; break;
         case OPT_SANITIZE:
             if (!attest_cli_sanitize_tool_ok(optarg)) BAD("sanitize");
             a->sanitize = optarg;
@@ -220,6 +227,21 @@ int attest_cmd_run(int argc, char **argv)
             return attest_cli_usage_error("run", "%s", attest_last_error());
         opt.runner.policy = policy;
     }
+    attest_cli_saver saver;
+    memset(&saver, 0, sizeof saver);
+    if (a.save_dir) {
+        /* The saved files record the policy's hash and text: the engine's default is taken
+         * here so they name the one that judged. */
+        if (!policy && attest_policy_default(&policy) != ATTEST_OK)
+            return attest_cli_usage_error("run", "%s", attest_last_error());
+        opt.runner.policy = policy;
+        if ((rc = attest_cli_saver_init(&saver, "run", a.save_dir, policy)) >= 0) {
+            attest_policy_free(policy);
+            return rc;
+        }
+        opt.on_failure = attest_cli_saver_hook;
+        opt.on_failure_ctx = &saver;
+    }
     opt.runner.reruns = a.reruns;
     opt.runner.timeout_seconds = a.timeout;
     opt.runner.isolate = !a.no_isolate;
@@ -254,6 +276,7 @@ int attest_cmd_run(int argc, char **argv)
         printf("filter '%s': %" PRIu64 " generated cases skipped%s\n", a.filter, totals.filtered,
                totals.judged ? "" : ": it matched none (check its spelling: attest run --help)");
     attest_report_summary(stdout, &totals.summary, a.out, totals.seconds);
+    attest_cli_saver_report(&saver, stdout);
     rc = attest_engine_exit_status(&totals);
     return attest_engine_json(a.json, "run", &totals, a.out, rc);
 }

@@ -259,6 +259,8 @@ attest_status attest_engine_take_record(engine_run *er, const attest_job *job,
     if (attest_verdict_is_failure(rec->verdict)) {
         er->totals->failures++;
         print_failure(er, job, rec);
+        if (er->opt->on_failure && c)
+            ATTEST_FORWARD(er->opt->on_failure(er->opt->on_failure_ctx, job, c, rec, kept));
         if (er->opt->max_failures && er->totals->failures >= er->opt->max_failures)
             stop_requested = 1;
     }
@@ -287,7 +289,8 @@ static attest_status run_job(engine_run *er, const attest_job *job)
         attest_case_outputs kept;
         memset(&rec, 0, sizeof rec);
         memset(&kept, 0, sizeof kept);
-        st = attest_runner_judge(runner, &c, &rec, er->results ? &kept : NULL);
+        st = attest_runner_judge(runner, &c, &rec,
+                                 er->results || er->opt->on_failure ? &kept : NULL);
         if (st == ATTEST_OK && er->opt->inspect)
             st = er->opt->inspect(er->opt->inspect_ctx, job, &c, &rec);
         if (st == ATTEST_OK) {

@@ -166,7 +166,7 @@ static int worker_main(const engine_run *er, const attest_job *jobs, size_t num_
     if (attest_engine_worker_gpu(getenv("CUDA_VISIBLE_DEVICES"), driver_gpu_count(), worker, gpu,
                                  sizeof gpu))
         setenv("CUDA_VISIBLE_DEVICES", gpu, 1);
-    const int keep = er->results != NULL;
+    const int keep = er->results != NULL || er->opt->on_failure != NULL;
     uint64_t g = 0;
     for (size_t j = 0; j < num_jobs; j++) {
         const attest_job *job = &jobs[j];
@@ -208,7 +208,9 @@ static int worker_main(const engine_run *er, const attest_job *jobs, size_t num_
                     (void)send_error(fd, st);
                     failed = 1;
                 } else {
-                    failed = send_record(fd, &rec, &c, keep ? &kept : NULL);
+                    /* Without a results file only a failing case's outputs are wanted. */
+                    const int send = keep && (er->results || attest_verdict_is_failure(rec.verdict));
+                    failed = send_record(fd, &rec, &c, send ? &kept : NULL);
                 }
                 attest_case_outputs_free(&kept);
                 attest_case_free(&c);
@@ -261,7 +263,8 @@ static attest_status take_from_worker(engine_run *er, const attest_job *job,
 {
     attest_case c;
     memset(&c, 0, sizeof c);
-    const int repro = er->results && attest_verdict_is_failure(rec->verdict);
+    const int repro =
+        (er->results || er->opt->on_failure) && attest_verdict_is_failure(rec->verdict);
     if (repro) {
         attest_status st = attest_generate_case(&job->gen, rec->seed, &c);
         if (st != ATTEST_OK)

@@ -47,6 +47,14 @@ typedef struct attest_engine_options {
     attest_status (*inspect)(void *ctx, const attest_job *job, const attest_case *c,
                              attest_case_record *rec);
     void *inspect_ctx;
+    /* Optional: called for each failing case once it is recorded, in the parent process, with
+     * the outputs the runner kept (the candidate's bytes of its first run; asking for the hook
+     * makes the runner keep them, for failing cases only when there is no results file).
+     * `attest run --save-failures` writes the case file there. A returned error stops the run
+     * as a harness failure: a hook that can go on reports its own errors and returns OK. */
+    attest_status (*on_failure)(void *ctx, const attest_job *job, const attest_case *c,
+                                const attest_case_record *rec, const attest_case_outputs *kept);
+    void *on_failure_ctx;
 } attest_engine_options;
 
 typedef struct attest_engine_totals {

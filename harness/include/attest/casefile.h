@@ -50,7 +50,49 @@ typedef struct attest_casefile_extras {
     const char *note;           /* attribute "note": free text (NULL: none) */
     const char *replay;         /* attribute "replay": the command that replays it (NULL: none) */
     int no_compress;            /* 1: store cache bytes uncompressed (default: deflate if usable) */
+    /* Optional: marks the candidate/ outputs as *recorded outputs*, a failing run kept so it can
+     * be judged again without the candidate (`attest check FILE --recorded`): written as
+     * attributes of the candidate/ group. NULL: plain candidate outputs. */
+    const struct attest_casefile_recorded *recorded;
 } attest_casefile_extras;
+
+/* What a recorded run was judged under (docs/case-format.md, "Recorded outputs"). Strings are
+ * borrowed when writing; NULL writes none. */
+typedef struct attest_casefile_recorded {
+    const char *verdict;      /* "MISMATCH", ... */
+    const char *failed_gates; /* attest_gate_mask_string of the record ("" for none) */
+    const char *message;      /* the record's one-line detail */
+    const char *conventions;  /* attest_conventions_format of the candidate's conventions */
+    const char *policy_name, *policy_hash, *policy_text;
+} attest_casefile_recorded;
+
+/* The same, read back (attest_casefile_load_recorded). */
+typedef struct attest_casefile_recorded_info {
+    char candidate[128];
+    char verdict[32];
+    char failed_gates[96];
+    char message[512];
+    char conventions[256];
+    char policy_name[128];
+    char policy_hash[72];
+    char *policy_text; /* owned, NULL when the file holds none; attest_casefile_recorded_free */
+} attest_casefile_recorded_info;
+
+/* Reads the recorded-run attributes of the case group (NULL, "" or "/": the root). Returns
+ * ATTEST_ERR_NOT_FOUND ("no recorded outputs") when the case has no candidate/ group or it is
+ * not marked `recorded`, ATTEST_ERR_FORMAT for a malformed attribute. */
+attest_status attest_casefile_load_recorded(const char *path, const char *group,
+                                            attest_casefile_recorded_info *out) ATTEST_MUST_CHECK;
+void attest_casefile_recorded_free(attest_casefile_recorded_info *r);
+
+/* Writes the case at the root of a NEW file `path`, never replacing one: the file is written
+ * beside it (path.tmp-PID) by a child process (a write that fails on a full disk can leave HDF5
+ * 1.10 crashing in its exit-time clean-up, which must not be the caller's process), then linked
+ * into place, which fails when the path exists. *existed = 1 (and ATTEST_OK) when `path` already
+ * existed: it is kept as it is. ATTEST_ERR_IO with one line naming the path otherwise. */
+attest_status attest_casefile_save_new(const char *path, const attest_case *c,
+                                       const attest_casefile_extras *extras, int *existed)
+    ATTEST_MUST_CHECK;
 
 /* Returns a borrowed view of a placed case tensor as an output record (name, dtype, shape, data)
  * for attest_casefile_extras. */

@@ -90,4 +90,8 @@ attest_status attest_cf_read_case(hid_t loc, const char *where, attest_case *out
 attest_status attest_cf_case_kind(hid_t loc, const char *where, int *is_case,
                                   attest_kernel *kernel) ATTEST_MUST_CHECK;
 
+/* Writes the recorded-run attributes (casefile_recorded.c) on the open candidate/ group. */
+attest_status attest_cf_write_recorded(hid_t g, const char *where,
+                                       const attest_casefile_recorded *r) ATTEST_MUST_CHECK;
+
 #endif /* ATTEST_CASEFILE_INTERNAL_H */

@@ -198,12 +198,13 @@ attest_status attest_cf_write_case(hid_t loc, const char *where, const attest_ca
     if (!x) return ATTEST_OK;
     for (size_t i = 0; i < x->num_expected; i++)
         ATTEST_FORWARD(write_output(loc, where, "", &x->expected[i]));
-    if (x->num_candidate > 0 || x->candidate_name) {
+    if (x->num_candidate > 0 || x->candidate_name || x->recorded) {
         hid_t g;
         ATTEST_FORWARD(attest_cf_require_group(loc, where, "candidate", &g));
         attest_status st = ATTEST_OK;
         if (x->candidate_name)
             st = attest_h5_write_attr_string(g, where, "candidate", x->candidate_name);
+        if (st == ATTEST_OK && x->recorded) st = attest_cf_write_recorded(g, where, x->recorded);
         H5Gclose(g);
         ATTEST_FORWARD(st);
     }

@@ -1,0 +1,115 @@
+/* attest run --save-failures for indexer and mla-decode (save_failures.h). */
+#include "save_failures.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attest/casefile.h"
+#include "attest/conventions.h"
+#include "commands.h"
+
+int attest_cli_saver_init(attest_cli_saver *s, const char *verb, const char *dir,
+                          const attest_policy *policy)
+{
+    memset(s, 0, sizeof *s);
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return attest_cli_usage_error(verb, "--save-failures %s: %s", dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return attest_cli_usage_error(verb, "--save-failures %s: not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return attest_cli_usage_error(verb, "--save-failures %s: not writable: %s", dir,
+                                      strerror(errno));
+    s->dir = dir;
+    s->policy = policy;
+    return -1;
+}
+
+/* The case tensor of kept output k: the record names it; a record without metrics (a crash)
+ * falls back to table order, which is the order the runner keeps outputs in. */
+static const attest_tensor *output_tensor(const attest_case *c, const attest_case_record *rec,
+                                          int k)
+{
+    if (k < rec->num_outputs) {
+        const attest_tensor *t = attest_case_tensor_const(c, rec->outputs[k].output);
+        if (t && t->role == ATTEST_ROLE_OUTPUT) return t;
+    }
+    int seen = 0;
+    for (size_t i = 0; i < c->num_tensors; i++) {
+        if (c->tensors[i].role != ATTEST_ROLE_OUTPUT) continue;
+        if (seen++ == k) return &c->tensors[i];
+    }
+    return NULL;
+}
+
+attest_status attest_cli_saver_hook(void *ctx, const attest_job *job, const attest_case *c,
+                                    const attest_case_record *rec, const attest_case_outputs *kept)
+{
+    attest_cli_saver *s = ctx;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s-%016" PRIx64 ".h5", s->dir, attest_kernel_name(c->kernel),
+             rec->seed);
+    /* Only the candidate's bytes: the reference is recomputed when the file is judged again, so
+     * a judge or reference fix is what the recheck tests. */
+    attest_casefile_output cand[ATTEST_RECORD_MAX_OUTPUTS];
+    size_t nc = 0;
+    const int n = kept && kept->num_outputs < ATTEST_RECORD_MAX_OUTPUTS ? kept->num_outputs
+                  : kept                                                ? ATTEST_RECORD_MAX_OUTPUTS
+                                                                        : 0;
+    for (int k = 0; k < n; k++) {
+        const attest_tensor *t = output_tensor(c, rec, k);
+        if (!t || !kept->candidate[k] || kept->candidate_bytes[k] != t->nbytes) continue;
+        cand[nc] = attest_casefile_output_of(t);
+        cand[nc].data = kept->candidate[k];
+        nc++;
+    }
+    char gates[96], conv[256], note[512], replay[4200];
+    attest_gate_mask_string(rec->failed_gates, gates, sizeof gates);
+    attest_conventions_format(&job->candidate->conventions, c->kernel, conv, sizeof conv);
+    snprintf(note, sizeof note, "attest run --save-failures: %s%s%s%s", attest_verdict_name(rec->verdict),
+             gates[0] ? " (" : "", gates, gates[0] ? ")" : "");
+    snprintf(replay, sizeof replay, "attest check %s --recorded", path);
+    attest_casefile_recorded r = {
+        .verdict = attest_verdict_name(rec->verdict),
+        .failed_gates = gates,
+        .message = rec->message,
+        .conventions = conv,
+        .policy_name = attest_policy_name(s->policy),
+        .policy_hash = attest_policy_hash(s->policy),
+        .policy_text = attest_policy_text(s->policy),
+    };
+    char message[sizeof rec->message + 1];
+    snprintf(message, sizeof message, "%.*s", (int)sizeof rec->message, rec->message);
+    r.message = message;
+    attest_casefile_extras x;
+    memset(&x, 0, sizeof x);
+    x.candidate = cand;
+    x.num_candidate = nc;
+    x.candidate_name = job->candidate->name;
+    x.note = note;
+    x.replay = replay;
+    x.recorded = &r;
+    int existed = 0;
+    attest_status st = attest_casefile_save_new(path, c, &x, &existed);
+    if (st != ATTEST_OK) {
+        s->failed++;
+        fprintf(stderr, "attest run: --save-failures: %s\n", attest_last_error());
+    } else if (existed) {
+        s->kept++;
+    } else {
+        s->saved++;
+    }
+    return ATTEST_OK;
+}
+
+void attest_cli_saver_report(const attest_cli_saver *s, FILE *f)
+{
+    if (!s->dir || s->saved + s->kept + s->failed == 0) return;
+    fprintf(f, "saved failures: %" PRIu64 " written to %s", s->saved, s->dir);
+    if (s->kept) fprintf(f, ", %" PRIu64 " kept (a file of that name existed)", s->kept);
+    if (s->failed) fprintf(f, ", %" PRIu64 " not written (see above)", s->failed);
+    fprintf(f, "; judge again with: attest check FILE --recorded\n");
+}

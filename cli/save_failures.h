@@ -1,0 +1,32 @@
+/* attest run --save-failures DIR for the kernel path (indexer, mla-decode): each failing case
+ * becomes DIR/<kernel>-<seed>.h5, a case file with the candidate's first-run outputs as recorded
+ * outputs (docs/case-format.md, "Recorded outputs"), which attest check FILE --recorded judges
+ * again without the candidate. */
+#ifndef ATTEST_CLI_SAVE_FAILURES_H
+#define ATTEST_CLI_SAVE_FAILURES_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attest/campaign.h"
+
+typedef struct attest_cli_saver {
+    const char *dir;
+    const attest_policy *policy;
+    uint64_t saved, kept, failed; /* files written, existing files kept, writes that failed */
+} attest_cli_saver;
+
+/* Checks DIR is a writable directory. Returns -1 to go on, else prints one line and returns
+ * ATTEST_EXIT_USAGE. */
+int attest_cli_saver_init(attest_cli_saver *s, const char *verb, const char *dir,
+                          const attest_policy *policy);
+
+/* The engine's on_failure hook: writes the file; a write that fails is one line on stderr and
+ * the run goes on. */
+attest_status attest_cli_saver_hook(void *ctx, const attest_job *job, const attest_case *c,
+                                    const attest_case_record *rec, const attest_case_outputs *kept);
+
+/* The summary line ("saved failures: 2 written to DIR, 1 kept (existed)"), when any case failed. */
+void attest_cli_saver_report(const attest_cli_saver *s, FILE *f);
+
+#endif
