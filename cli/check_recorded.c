@@ -17,6 +17,7 @@
 #include "attest/conventions.h"
 #include "attest/reference.h"
 #include "attest/runner.h"
+#include "attest/sha256.h"
 #include "check.h"
 #include "commands.h"
 
@@ -179,15 +180,16 @@ static attest_status case_policy(const recheck_args *a, attest_policy *given,
     }
     (void)a;
     if (info->policy_text) {
-        ATTEST_FORWARD(attest_policy_parse(info->policy_text, strlen(info->policy_text),
-                                           "recorded policy_text", out));
-        if (info->policy_hash[0] && strcmp(attest_policy_hash(*out), info->policy_hash)) {
-            attest_policy_free(*out);
+        /* Hashed before it is parsed: an edited text is refused as edited, whatever it says. */
+        char hex[ATTEST_SHA256_HEX_LEN + 1];
+        attest_sha256_hex(info->policy_text, strlen(info->policy_text), hex);
+        if (strcmp(hex, info->policy_hash))
             return attest_fail(ATTEST_ERR_FORMAT,
                                "%s: candidate/policy_text does not hash to candidate/policy_hash "
-                               "%s (edited?); give --policy FILE",
-                               path, info->policy_hash);
-        }
+                               "%.12s (edited?); give --policy FILE",
+                               path, info->policy_hash[0] ? info->policy_hash : "(none)");
+        ATTEST_FORWARD(attest_policy_parse(info->policy_text, strlen(info->policy_text),
+                                           "recorded policy_text", out));
         *own = 1;
         return ATTEST_OK;
     }

@@ -129,6 +129,12 @@ def main():
             rc, out, _ = t.run("check", one, "--recorded", "--policy",
                                os.path.join(SRC, "policies", "default.json"))
             check(rc == 0, f"{kernel}: --policy default.json: exit {rc}")
+            # A recorded policy text that no longer hashes to its recorded hash is refused.
+            with h5py.File(one, "r+") as h:
+                h["candidate"].attrs["policy_text"] = "{}"
+            rc, out, _ = t.run("check", one, "--recorded")
+            check(rc == 1 and "does not hash to candidate/policy_hash" in out,
+                  f"{kernel}: edited policy_text: exit {rc}: {out}")
 
         d = os.path.join(work, "correct")
         os.mkdir(d)
