@@ -343,9 +343,9 @@ int attest_cmd_check_recorded(int argc, char **argv)
     for (int v = 0; v < ATTEST_VERDICT_COUNT_; v++)
         if (tot.verdicts[v])
             printf(" %s %" PRIu64, attest_verdict_name((attest_verdict)v), tot.verdicts[v]);
-    printf("\n  differ from the recorded verdict: %" PRIu64 "; unreadable or without recorded "
+    printf("%s\n  differ from the recorded verdict: %" PRIu64 "; unreadable or without recorded "
            "outputs: %" PRIu64 "\n",
-           tot.differ, tot.unreadable);
+           tot.judged ? "" : " none", tot.differ, tot.unreadable);
     const int fail = tot.failing || tot.unreadable || tot.judged == 0;
     printf("result: %s\n", fail ? "FAIL" : "PASS");
     return fail ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
