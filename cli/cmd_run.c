@@ -56,6 +56,8 @@ static void usage(FILE *f)
           "                     DIR/<kernel>-SEED.h5 with the candidate's first-run outputs as\n"
           "                     recorded outputs; an existing file is kept, never replaced.\n"
           "                     attest check FILE --recorded judges one again (docs/gpu.md)\n"
+          "  --save-passing     with --save-failures: save passing cases too (with --case-seed:\n"
+          "                     one device case brought home whatever its verdict)\n"
           "  --quiet            no progress line (the default when not a terminal or CI is set)\n"
           "generator bounds:\n" ATTEST_CLI_GEN_USAGE,
           f);
@@ -64,7 +66,7 @@ static void usage(FILE *f)
 enum {
     OPT_CASE_SEED = 256, OPT_POLICY, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_MAX_FAILURES,
     OPT_PRINT_FAILURES, OPT_QUIET, OPT_JOBS, OPT_JUNIT, OPT_JSON, OPT_FORCE, OPT_GRAPH,
-    OPT_SANITIZE, OPT_SAVE
+    OPT_SANITIZE, OPT_SAVE, OPT_SAVE_PASSING
 };
 
 static const struct option long_options[] = {
@@ -91,13 +93,14 @@ static const struct option long_options[] = {
     {"graph", no_argument, NULL, OPT_GRAPH},
     {"sanitize", required_argument, NULL, OPT_SANITIZE},
     {"save-failures", required_argument, NULL, OPT_SAVE},
+    {"save-passing", no_argument, NULL, OPT_SAVE_PASSING},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct run_args {
     const char *candidate, *kernel, *out, *policy, *filter, *junit, *json, *sanitize, *save_dir;
     uint64_t cases, seed, case_seed, max_failures, print_failures;
-    int use_case_seed, no_isolate, quiet, force, graph;
+    int use_case_seed, no_isolate, quiet, force, graph, save_passing;
     int32_t reruns, jobs;
     attest_cli_gen_bounds gen;
     double timeout;
@@ -163,6 +166,7 @@ static int parse(int argc, char **argv, run_args *a)
         case OPT_FORCE: a->force = 1; break;
         case OPT_GRAPH: a->graph = 1; break;
         case OPT_SAVE: a->save_dir = optarg; break;
+        case OPT_SAVE_PASSING: a->save_passing = 1; break;
         case OPT_SANITIZE:
             if (!attest_cli_sanitize_tool_ok(optarg)) BAD("sanitize");
             a->sanitize = optarg;
@@ -174,6 +178,8 @@ static int parse(int argc, char **argv, run_args *a)
         return attest_cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
     if (a->candidate == NULL)
         return attest_cli_usage_error("run", "--candidate is required (attest list shows them)");
+    if (a->save_passing && !a->save_dir)
+        return attest_cli_usage_error("run", "--save-passing needs --save-failures DIR");
     return -1;
 }
 
@@ -241,6 +247,8 @@ int attest_cmd_run(int argc, char **argv)
         }
         opt.on_failure = attest_cli_saver_hook;
         opt.on_failure_ctx = &saver;
+        opt.on_failure_passing = a.save_passing;
+        saver.passing = a.save_passing;
     }
     opt.runner.reruns = a.reruns;
     opt.runner.timeout_seconds = a.timeout;

@@ -69,7 +69,8 @@ attest_status attest_cli_saver_hook(void *ctx, const attest_job *job, const atte
     char gates[96], conv[256], note[512], replay[4200];
     attest_gate_mask_string(rec->failed_gates, gates, sizeof gates);
     attest_conventions_format(&job->candidate->conventions, c->kernel, conv, sizeof conv);
-    snprintf(note, sizeof note, "attest run --save-failures: %s%s%s%s", attest_verdict_name(rec->verdict),
+    snprintf(note, sizeof note, "attest run --save-%s: %s%s%s%s",
+             s->passing ? "passing" : "failures", attest_verdict_name(rec->verdict),
              gates[0] ? " (" : "", gates, gates[0] ? ")" : "");
     snprintf(replay, sizeof replay, "attest check %s --recorded", path);
     attest_casefile_recorded r = {
@@ -108,7 +109,8 @@ attest_status attest_cli_saver_hook(void *ctx, const attest_job *job, const atte
 void attest_cli_saver_report(const attest_cli_saver *s, FILE *f)
 {
     if (!s->dir || s->saved + s->kept + s->failed == 0) return;
-    fprintf(f, "saved failures: %" PRIu64 " written to %s", s->saved, s->dir);
+    fprintf(f, "saved %s: %" PRIu64 " written to %s", s->passing ? "cases" : "failures", s->saved,
+            s->dir);
     if (s->kept) fprintf(f, ", %" PRIu64 " kept (a file of that name existed)", s->kept);
     if (s->failed) fprintf(f, ", %" PRIu64 " not written (see above)", s->failed);
     fprintf(f, "; judge again with: attest check FILE --recorded\n");

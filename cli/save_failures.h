@@ -13,6 +13,7 @@
 typedef struct attest_cli_saver {
     const char *dir;
     const attest_policy *policy;
+    int passing;                  /* --save-passing: every case is saved */
     uint64_t saved, kept, failed; /* files written, existing files kept, writes that failed */
 } attest_cli_saver;
 

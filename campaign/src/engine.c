@@ -259,11 +259,12 @@ attest_status attest_engine_take_record(engine_run *er, const attest_job *job,
     if (attest_verdict_is_failure(rec->verdict)) {
         er->totals->failures++;
         print_failure(er, job, rec);
-        if (er->opt->on_failure && c)
-            ATTEST_FORWARD(er->opt->on_failure(er->opt->on_failure_ctx, job, c, rec, kept));
         if (er->opt->max_failures && er->totals->failures >= er->opt->max_failures)
             stop_requested = 1;
     }
+    if (er->opt->on_failure && c &&
+        (er->opt->on_failure_passing || attest_verdict_is_failure(rec->verdict)))
+        ATTEST_FORWARD(er->opt->on_failure(er->opt->on_failure_ctx, job, c, rec, kept));
     update_progress(er, 0);
     return ATTEST_OK;
 }

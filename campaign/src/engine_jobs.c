@@ -209,7 +209,8 @@ static int worker_main(const engine_run *er, const attest_job *jobs, size_t num_
                     failed = 1;
                 } else {
                     /* Without a results file only a failing case's outputs are wanted. */
-                    const int send = keep && (er->results || attest_verdict_is_failure(rec.verdict));
+                    const int send = keep && (er->results || er->opt->on_failure_passing ||
+                                             attest_verdict_is_failure(rec.verdict));
                     failed = send_record(fd, &rec, &c, send ? &kept : NULL);
                 }
                 attest_case_outputs_free(&kept);
@@ -263,8 +264,9 @@ static attest_status take_from_worker(engine_run *er, const attest_job *job,
 {
     attest_case c;
     memset(&c, 0, sizeof c);
-    const int repro =
-        (er->results || er->opt->on_failure) && attest_verdict_is_failure(rec->verdict);
+    const int failing = attest_verdict_is_failure(rec->verdict);
+    const int repro = (er->results && failing) ||
+                      (er->opt->on_failure && (failing || er->opt->on_failure_passing));
     if (repro) {
         attest_status st = attest_generate_case(&job->gen, rec->seed, &c);
         if (st != ATTEST_OK)

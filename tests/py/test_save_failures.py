@@ -141,6 +141,25 @@ def main():
         rc, out, err = t.run("run", "--candidate", "cpu-indexer", "--cases", "8", "--seed", "5",
                              "--save-failures", d)
         check(rc == 0 and os.listdir(d) == [], f"cpu-indexer saved {os.listdir(d)} (exit {rc})")
+        # --save-passing: every case, and the correct candidate's recorded outputs pass; the same
+        # bytes scaled by 2 fail (the check judges the file's bytes both ways).
+        rc, out, err = t.run("run", "--candidate", "cpu-indexer", "--cases", "4", "--seed", "5",
+                             "--jobs", "2", "--save-failures", d, "--save-passing")
+        files = saved(d, "indexer")
+        check(rc == 0 and len(files) == 4 and f"saved cases: 4 written to {d}" in out,
+              f"--save-passing: exit {rc}, files {files}: {out}{err}")
+        rc, out, _ = t.run("check", d, "--recorded")
+        check(rc == 0 and "OK 4" in out and "result: PASS" in out,
+              f"--save-passing files: check --recorded exit {rc}: {out}")
+        if files:
+            one = os.path.join(d, files[0])
+            with h5py.File(one, "r+") as h:
+                h["candidate/logits"][...] = h["candidate/logits"][...] * np.float32(2)
+            rc, out, _ = t.run("check", one, "--recorded")
+            check(rc == 1 and re.search(r"  MISMATCH  reference: ", out) is not None,
+                  f"doubled recorded logits: exit {rc}: {out}")
+        rc, out, err = t.run("run", "--candidate", "cpu-indexer", "--save-passing")
+        t.one_line_error(rc, out, err, "--save-passing without --save-failures")
 
         # 3: never replaced. A stranger file at a name the run will use is kept byte for byte.
         d = os.path.join(work, "keep")

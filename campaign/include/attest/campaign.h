@@ -55,6 +55,9 @@ typedef struct attest_engine_options {
     attest_status (*on_failure)(void *ctx, const attest_job *job, const attest_case *c,
                                 const attest_case_record *rec, const attest_case_outputs *kept);
     void *on_failure_ctx;
+    /* 1: call on_failure for passing cases too (`--save-passing`: a device case that passes
+     * under a fixed judge is still worth bringing home, to check the fix against its bytes). */
+    int on_failure_passing;
 } attest_engine_options;
 
 typedef struct attest_engine_totals {
