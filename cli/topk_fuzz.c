@@ -378,7 +378,8 @@ static int run_libfuzzer(const attest_topk_fuzz_options *o, const attest_topk_ca
     lo.jobs = o->jobs;
     lo.reruns = o->reruns;
     lo.seed = o->seed;
-    lo.structure = !o->no_structure; /* the top-k target has byte mutations and no counters */
+    lo.structure = !o->no_structure; /* semantic counters on or off (no custom mutator) */
+    lo.features = fuzz_topk_feature_count();
     lo.progress = !o->quiet && attest_cli_interactive();
     printf("attest fuzz: %s (topk), libFuzzer (%s), up to %.0f s over %d job%s, seed %" PRIu64
            " (--seed %" PRIu64 "), results in %s\n",
@@ -394,9 +395,10 @@ static int run_libfuzzer(const attest_topk_fuzz_options *o, const attest_topk_ca
     }
     const double rate = t.seconds > 0 ? (double)t.execs / t.seconds : 0.0;
     printf("attest fuzz: %" PRIu64 " execs (%" PRIu64 " judged) in %.2f s (%.0f exec/s over %d "
-           "job%s), cov %" PRIu64 ", ft %" PRIu64 ", %d finding%s\n",
+           "job%s), cov %" PRIu64 ", ft %" PRIu64 ", semantic classes %" PRIu64 "/%d, %d "
+           "finding%s\n",
            t.execs, t.judged, t.seconds, rate, o->jobs, o->jobs == 1 ? "" : "s", t.coverage,
-           t.features, t.findings, t.findings == 1 ? "" : "s");
+           t.features, t.classes, lo.features, t.findings, t.findings == 1 ? "" : "s");
     printf("results: %" PRIu64 " judged cases in %s\n", rows, o->out);
     int exit_code = t.findings ? ATTEST_EXIT_FAILED : t.interrupted ? 130 : ATTEST_EXIT_OK;
     if (t.findings) {

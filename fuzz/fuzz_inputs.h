@@ -100,6 +100,13 @@ const char *fuzz_feature_name(attest_kernel kernel, int i);
  * 255; hits is zeroed first). */
 void fuzz_case_features(const attest_case *c, uint8_t hits[FUZZ_MAX_FEATURES]);
 
+/* Semantic features of a decoded top-k case (lengths against k, the width and block edges, NaN
+ * and infinities inside and past the length, ties between neighbours, signed zeros, batch and
+ * next_n), counted as fuzz_case_features counts a kernel case's. */
+int fuzz_topk_feature_count(void);
+const char *fuzz_topk_feature_name(int i);
+void fuzz_topk_features(const attest_topk_case *c, uint8_t hits[FUZZ_MAX_FEATURES]);
+
 /* --- structure-aware mutation ------------------------------------------------------------ */
 
 /* libFuzzer's byte-level mutator (LLVMFuzzerMutate) or any function of that shape. */

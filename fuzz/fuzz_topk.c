@@ -3,8 +3,9 @@
  * and its bounds, the head's 7-byte operations set logits to any bit pattern, copy logits (ties),
  * fill runs with NaN, -inf, +inf, +-0 or huge values, set lengths and swap block-table entries.
  * Candidate: $ATTEST_FUZZ_CANDIDATE (a built-in top-k name or path.so:NAME) or cpu-topk. Every
- * judged input is a row of $ATTEST_FUZZ_RESULTS when set; $ATTEST_FUZZ_STATS and
- * $ATTEST_FUZZ_RERUNS are read as the kernel targets read them (fuzz_inputs.h). Any failing check
+ * judged input is a row of $ATTEST_FUZZ_RESULTS when set; $ATTEST_FUZZ_STATS,
+ * $ATTEST_FUZZ_RERUNS and $ATTEST_FUZZ_STRUCTURE are read as the kernel targets read them
+ * (fuzz_inputs.h); the semantic classes of fuzz_topk_features are libFuzzer's extra counters. Any failing check
  * prints the verdict, saves the case as a top-k case file $ATTEST_FUZZ_ARTIFACTS/fuzz-topk-SEED.h5
  * (attest check replays it) and aborts, so libFuzzer keeps the input. */
 #include <inttypes.h>
@@ -52,6 +53,33 @@ static int32_t reruns_of_env(void)
         abort();
     }
     return (int32_t)n;
+}
+
+/* Semantic classes of the decoded case (fuzz_topk_features) as extra coverage: an input that
+ * reaches a class first, or a new count bucket of one, stays in the corpus (libFuzzer clears the
+ * section before each input). ATTEST_FUZZ_STRUCTURE=0 leaves them at zero. */
+__attribute__((used, section("__libfuzzer_extra_counters"))) static uint8_t
+    topk_counters[FUZZ_MAX_FEATURES];
+static uint8_t reached[FUZZ_MAX_FEATURES];
+static uint64_t classes;
+
+static void count_features(const attest_topk_case *c, fuzz_stats *stats)
+{
+    static int structure = -1;
+    if (structure < 0) {
+        const char *e = getenv(FUZZ_ENV_STRUCTURE);
+        structure = !(e && strcmp(e, "0") == 0);
+    }
+    uint8_t hits[FUZZ_MAX_FEATURES];
+    fuzz_topk_features(c, hits);
+    for (int i = 0; i < fuzz_topk_feature_count(); i++) {
+        if (hits[i] && !reached[i]) {
+            reached[i] = 1;
+            classes++;
+        }
+        if (structure) topk_counters[i] = hits[i];
+    }
+    if (stats) __atomic_store_n(&stats->classes, classes, __ATOMIC_RELAXED);
 }
 
 static attest_results_writer *results;
@@ -120,6 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     if (!valid) return 0;
+    count_features(&c, stats);
     const size_t n = (size_t)attest_topk_rows(&c.p) * (size_t)c.p.k;
     int32_t *ref = malloc(n * sizeof *ref + 1), *idx = malloc(n * sizeof *idx + 1),
             *phys = malloc(n * sizeof *phys + 1);

@@ -66,3 +66,64 @@ attest_status fuzz_topk_decode(const uint8_t *data, size_t size, attest_topk_cas
     *valid = 1;
     return ATTEST_OK;
 }
+
+/* --- semantic features of a top-k case ---------------------------------------------------- */
+
+enum {
+    F_LEN0, F_LEN1, F_SHORT, F_LEN_K, F_LONG, F_FULL, F_EDGE_M1, F_EDGE_0, F_EDGE_P1, F_K_WIDE,
+    F_NEXT_N, F_BATCH, F_NAN_IN, F_NEG_INF_IN, F_POS_INF_IN, F_HUGE_PAST, F_NAN_PAST, F_INF_PAST,
+    F_ALL_NONFINITE, F_TIE_RUN, F_ZERO_SIGNS, F_COUNT
+};
+
+static const char *const feature_names[F_COUNT] = {
+    "len=0", "len=1", "len<k", "len=k", "len>k", "len=width", "len%64=63", "len%64=0",
+    "len%64=1", "k>=width", "next_n>1", "b>1", "nan-in-length", "-inf-in-length",
+    "+inf-in-length", "huge-past-length", "nan-past-length", "inf-past-length",
+    "row-all-nonfinite", "equal-neighbours", "+0-and--0",
+};
+
+int fuzz_topk_feature_count(void) { return F_COUNT; }
+
+const char *fuzz_topk_feature_name(int i) { return i >= 0 && i < F_COUNT ? feature_names[i] : "?"; }
+
+static void hit(uint8_t *hits, int f)
+{
+    if (hits[f] < 255) hits[f]++;
+}
+
+void fuzz_topk_features(const attest_topk_case *c, uint8_t hits[FUZZ_MAX_FEATURES])
+{
+    memset(hits, 0, FUZZ_MAX_FEATURES);
+    const int32_t rows = attest_topk_rows(&c->p), w = c->p.width, k = c->p.k;
+    if (k >= w) hit(hits, F_K_WIDE);
+    if (c->p.next_n > 1) hit(hits, F_NEXT_N);
+    if (c->p.b > 1) hit(hits, F_BATCH);
+    for (int32_t r = 0; r < rows; r++) {
+        const int32_t len = attest_topk_row_length(c, r);
+        const float *row = c->logits + (size_t)r * (size_t)w;
+        hit(hits, len == 0 ? F_LEN0 : len == 1 ? F_LEN1 : len < k ? F_SHORT : len == k ? F_LEN_K
+                                                                                       : F_LONG);
+        if (len == w) hit(hits, F_FULL);
+        if (len > 0 && len % 64 == 63) hit(hits, F_EDGE_M1);
+        if (len > 0 && len % 64 == 0) hit(hits, F_EDGE_0);
+        if (len > 0 && len % 64 == 1) hit(hits, F_EDGE_P1);
+        int finite = 0, pos0 = 0, neg0 = 0;
+        for (int32_t t = 0; t < len; t++) {
+            const float v = row[t];
+            if (isnan(v)) hit(hits, F_NAN_IN);
+            else if (isinf(v)) hit(hits, v < 0 ? F_NEG_INF_IN : F_POS_INF_IN);
+            else finite = 1;
+            if (v == 0.0f && signbit(v)) neg0 = 1;
+            else if (v == 0.0f) pos0 = 1;
+            if (t > 0 && v == row[t - 1]) hit(hits, F_TIE_RUN);
+        }
+        if (len > 0 && !finite) hit(hits, F_ALL_NONFINITE);
+        if (pos0 && neg0) hit(hits, F_ZERO_SIGNS);
+        for (int32_t t = len; t < w; t++) {
+            const float v = row[t];
+            if (isnan(v)) hit(hits, F_NAN_PAST);
+            else if (isinf(v)) hit(hits, F_INF_PAST);
+            else if (fabsf(v) >= 1e30f) hit(hits, F_HUGE_PAST);
+        }
+    }
+}
