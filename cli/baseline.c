@@ -460,7 +460,9 @@ int attest_cmd_run_baseline(int argc, char **argv)
                                           cand[0]->name, attest_kernel_name(cand[0]->kernel),
                                           kernel);
     }
-    attest_gen_options gen = attest_gen_defaults(cand[0]->kernel);
+    /* Either side on a device: the pair draws what a device run draws. */
+    attest_gen_options gen = attest_cli_gen_defaults_for(
+        cand[1]->domain == ATTEST_DOMAIN_DEVICE ? cand[1] : cand[0]);
     const int grc = attest_cli_gen_apply("run", &gb, &gen);
     if (grc >= 0) return grc;
     attest_policy *policy = NULL;

@@ -175,7 +175,7 @@ int attest_cmd_campaign(int argc, char **argv)
                                           attest_kernel_name(job->candidate->kernel), kernel_name);
         }
         job->candidate_spec = specs[j];
-        job->gen = attest_gen_defaults(job->candidate->kernel);
+        job->gen = attest_cli_gen_defaults_for(job->candidate);
         attest_cli_gen_bounds b = bounds;
         if (job->gen.kernel != ATTEST_KERNEL_MLA_DECODE) b.layout = NULL;
         const int rc = attest_cli_gen_apply("campaign", &b, &job->gen);

@@ -496,7 +496,7 @@ static int fuzz_baseline(fuzz_args *a, const char *command_line)
                                           a->kernel);
     }
     if ((rc = check_findings_and_seed(a)) >= 0) return rc;
-    o.gen = attest_gen_defaults(o.cand[0]->kernel);
+    o.gen = attest_cli_gen_defaults_for(o.cand[0]);
     if ((rc = attest_cli_gen_apply(VERB, &a->gen, &o.gen)) >= 0) return rc;
     attest_policy *policy = NULL;
     if ((a->policy ? attest_policy_load(a->policy, &policy) : attest_policy_default(&policy)) !=
@@ -567,7 +567,7 @@ int attest_cmd_fuzz(int argc, char **argv)
     memset(&job, 0, sizeof job);
     job.candidate = cand;
     job.candidate_spec = a.candidate;
-    job.gen = attest_gen_defaults(cand->kernel);
+    job.gen = attest_cli_gen_defaults_for(cand);
     if ((rc = attest_cli_gen_apply(VERB, &a.gen, &job.gen)) >= 0) return rc;
     job.cases = UINT64_C(1) << 40; /* the time limit ends it */
     job.seed = a.seed;

@@ -218,7 +218,7 @@ int attest_cmd_run(int argc, char **argv)
     memset(&job, 0, sizeof job);
     job.candidate = cand;
     job.candidate_spec = a.candidate;
-    job.gen = attest_gen_defaults(cand->kernel);
+    job.gen = attest_cli_gen_defaults_for(cand);
     if ((rc = attest_cli_gen_apply("run", &a.gen, &job.gen)) >= 0) return rc;
     job.cases = a.cases;
     job.seed = a.seed;

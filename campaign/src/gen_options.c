@@ -94,6 +94,13 @@ int attest_cli_gen_option(const char *verb, int ch, const char *arg, attest_cli_
     return -1;
 }
 
+attest_gen_options attest_cli_gen_defaults_for(const attest_candidate *c)
+{
+    attest_gen_options g = attest_gen_defaults(c->kernel);
+    if (c->domain == ATTEST_DOMAIN_DEVICE) g.high_pools = 0;
+    return g;
+}
+
 int attest_cli_gen_apply(const char *verb, const attest_cli_gen_bounds *b, attest_gen_options *g)
 {
     for (size_t i = 0; i < NUM_FLAGS; i++) {

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attest/candidate.h"
 #include "attest/generator.h"
 
 /* getopt_long values of the options; above any verb's own (those start at 256). */
@@ -37,7 +38,8 @@ enum {
 #define ATTEST_CLI_GEN_USAGE                                                                       \
     "  --max-batch N --max-heads N --max-len N --max-topk N --max-next-n N --max-s-q N\n"          \
     "  --page-size P --layout mla-v4|mla-v32 --production --no-edge-bytes\n"                     \
-    "  --high-pools N (per mille of cases whose pool moves past 2^31 bytes; default 10)\n"
+    "  --high-pools N (per mille of cases whose pool moves past 2^31 bytes; default 10,\n"      \
+    "    0 for a device candidate)\n"
 
 /* The options as given; zero-initialized means none given. */
 typedef struct attest_cli_gen_bounds {
@@ -53,6 +55,14 @@ int attest_cli_gen_is_option(int ch);
 /* Records option ch with its argument. Returns -1, or ATTEST_EXIT_USAGE after reporting a bad
  * value as "attest VERB: bad value for --NAME: 'ARG'". */
 int attest_cli_gen_option(const char *verb, int ch, const char *arg, attest_cli_gen_bounds *b);
+
+/* attest_gen_defaults for candidate c's kernel, with one difference: a device candidate draws
+ * no moved pools (high_pools 0) unless --high-pools asks. Its device mirror allocates a moved
+ * pool's whole span, pool and guard, up to about 8 GB per case and per worker, and nothing on
+ * the GPU faults on an unplaced page; no CUDA candidate has yet run such cases on a GPU
+ * (docs/notes.md). Replay commands and job lines write the 0, so a replay with any candidate
+ * draws the same cases. */
+attest_gen_options attest_cli_gen_defaults_for(const attest_candidate *c);
 
 /* Applies the options to g, whose kernel is set (attest_gen_defaults). Returns -1, or
  * ATTEST_EXIT_USAGE after reporting a --layout that is not an MLA layout or not for g's kernel. */
