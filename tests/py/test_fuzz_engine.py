@@ -22,7 +22,7 @@ TARGET = {"indexer": "fuzz_indexer", "mla-decode": "fuzz_mla_decode", "topk": "f
 # The other correct top-k kernels (each legal in another way): nothing found either.
 TOPK_CORRECT = ["cpu-topk-ties-high", "cpu-topk-unsorted", "cpu-topk-short-identity"]
 # Faults no fuzz input can show: none (mutant-mla-int32-offsets fails on pools past 2^31 bytes,
-# which a quarter of the inputs name: knobs bits 3 and 4, fuzz/inputs_internal.h).
+# which a sixteenth of the inputs name: knobs bits 3 to 6, fuzz/inputs_internal.h).
 NOT_GENERATED = set()
 
 
