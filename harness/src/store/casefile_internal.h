@@ -1,6 +1,7 @@
 /* attest case files: HDF5 helpers shared by casefile_read.c, casefile_write.c and
- * casefile_outputs.c (not a public header); casefile_h5util.c holds them, on top of the store's
- * shared layer (h5.h: the error stack, links, attributes).
+ * casefile_outputs.c, and the child-process write results_final.c uses too (not a public
+ * header); casefile_h5util.c holds them, on top of the store's shared layer (h5.h: the error
+ * stack, links, attributes).
  *
  * Every helper checks its HDF5 calls and turns a failure into one attest_fail() line that starts
  * with the caller's `where` prefix ("case.h5: " or "case.h5: v4_basic/") followed by the field.
@@ -93,5 +94,14 @@ attest_status attest_cf_case_kind(hid_t loc, const char *where, int *is_case,
 /* Writes the recorded-run attributes (casefile_recorded.c) on the open candidate/ group. */
 attest_status attest_cf_write_recorded(hid_t g, const char *where,
                                        const attest_casefile_recorded *r) ATTEST_MUST_CHECK;
+
+/* Writes c as a case file at write_path from a child process (casefile_recorded.c), for
+ * attest_casefile_save_new and the results store's repro files: after a failed write (a full
+ * disk) HDF5 1.10 can leave the file half closed and crash at exit in its own clean-up, which
+ * must not be the caller's process. `name` is the path the child is spawned within and that
+ * messages name, `doing` what a spawn failure says it was doing ("write a repro"). */
+attest_status attest_cf_save_in_child(const char *write_path, const char *name, const char *doing,
+                                      const attest_case *c, const attest_casefile_extras *x)
+    ATTEST_MUST_CHECK;
 
 #endif /* ATTEST_CASEFILE_INTERNAL_H */

@@ -95,7 +95,7 @@ void attest_casefile_recorded_free(attest_casefile_recorded_info *r)
     r->policy_text = NULL;
 }
 
-/* --- a new file, written in a child and linked into place ------------------------------------ */
+/* --- a case file written in a child process ------------------------------------------------ */
 
 typedef struct save_job {
     const char *path;
@@ -119,6 +119,28 @@ static int save_child(int fd, void *arg)
     _exit(0); /* HDF5's exit-time clean-up after a failed write is what must not run */
 }
 
+attest_status attest_cf_save_in_child(const char *write_path, const char *name, const char *doing,
+                                      const attest_case *c, const attest_casefile_extras *x)
+{
+    save_job j = {write_path, c, x};
+    child_probe p;
+    ATTEST_FORWARD(child_probe_spawn_within(name, doing, save_child, &j, 0, &p));
+    save_report r;
+    size_t got = child_probe_read(&p, &r, sizeof r);
+    int wstatus = child_probe_finish(&p);
+    if (got != sizeof r) {
+        char end[96];
+        return attest_fail(ATTEST_ERR_IO, "%s: writing it %s (disk full?)", name,
+                           child_probe_end(&p, wstatus, end, sizeof end));
+    }
+    if (r.status == ATTEST_OK) return ATTEST_OK;
+    r.message[sizeof r.message - 1] = '\0';
+    if (r.status < 0 || r.status >= ATTEST_STATUS_COUNT_) r.status = ATTEST_ERR_INTERNAL;
+    return attest_fail((attest_status)r.status, "%s", r.message);
+}
+
+/* --- a new file, linked into place ----------------------------------------------------------- */
+
 attest_status attest_casefile_save_new(const char *path, const attest_case *c,
                                        const attest_casefile_extras *extras, int *existed)
 {
@@ -131,22 +153,7 @@ attest_status attest_casefile_save_new(const char *path, const attest_case *c,
     if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return attest_fail(ATTEST_ERR_IO, "%s: path too long", path);
     (void)remove(tmp);
-    save_job j = {tmp, c, extras};
-    child_probe p;
-    ATTEST_FORWARD(child_probe_spawn_within(path, "write a case file", save_child, &j, 0, &p));
-    save_report r;
-    size_t got = child_probe_read(&p, &r, sizeof r);
-    int wstatus = child_probe_finish(&p);
-    attest_status st = ATTEST_OK;
-    if (got != sizeof r) {
-        char end[96];
-        st = attest_fail(ATTEST_ERR_IO, "%s: writing it %s (disk full?)", path,
-                         child_probe_end(&p, wstatus, end, sizeof end));
-    } else if (r.status != ATTEST_OK) {
-        r.message[sizeof r.message - 1] = '\0';
-        if (r.status < 0 || r.status >= ATTEST_STATUS_COUNT_) r.status = ATTEST_ERR_INTERNAL;
-        st = attest_fail((attest_status)r.status, "%s", r.message);
-    }
+    attest_status st = attest_cf_save_in_child(tmp, path, "write a case file", c, extras);
     /* link() refuses an existing name: a file that appeared meanwhile (another run saving the
      * same seed) is kept, which rename() would have replaced. */
     if (st == ATTEST_OK && link(tmp, path) != 0) {

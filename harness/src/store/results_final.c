@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "attest/casefile.h"
-#include "child_probe.h"
+#include "casefile_internal.h"
 #include "results_internal.h"
 
 #define COPY_BLOCK_ROWS 1024
@@ -38,51 +38,6 @@ static const attest_tensor *output_tensor(const attest_case *c, const attest_cas
         if (seen++ == k) return &c->tensors[i];
     }
     return NULL;
-}
-
-/* A repro is written by a child process: when a write fails (a full disk), HDF5 1.10 can leave
- * the file half closed and crash at exit in its own clean-up, which must not be the campaign's
- * process. */
-typedef struct save_job {
-    const char *path;
-    const attest_case *c;
-    const attest_casefile_extras *x;
-} save_job;
-
-typedef struct save_report {
-    int32_t status;
-    char message[512];
-} save_report;
-
-static int save_child(int fd, void *arg)
-{
-    const save_job *j = arg;
-    save_report r;
-    memset(&r, 0, sizeof r);
-    r.status = (int32_t)attest_casefile_save(j->path, NULL, j->c, j->x);
-    snprintf(r.message, sizeof r.message, "%s", r.status ? attest_last_error() : "");
-    (void)child_probe_write_all(fd, &r, sizeof r);
-    _exit(0); /* HDF5's exit-time clean-up is exactly what must not run here */
-}
-
-static attest_status save_in_child(const char *path, const attest_case *c,
-                                   const attest_casefile_extras *x)
-{
-    save_job j = {path, c, x};
-    child_probe p;
-    ATTEST_FORWARD(child_probe_spawn_within(path, "write a repro", save_child, &j, 0, &p));
-    save_report r;
-    size_t got = child_probe_read(&p, &r, sizeof r);
-    int wstatus = child_probe_finish(&p);
-    if (got == sizeof r) {
-        r.message[sizeof r.message - 1] = '\0';
-        if (r.status == ATTEST_OK) return ATTEST_OK;
-        if (r.status < 0 || r.status >= ATTEST_STATUS_COUNT_) r.status = ATTEST_ERR_INTERNAL;
-        return attest_fail((attest_status)r.status, "%s", r.message);
-    }
-    char end[96];
-    return attest_fail(ATTEST_ERR_IO, "%s: writing it %s (disk full?)", path,
-                       child_probe_end(&p, wstatus, end, sizeof end));
 }
 
 attest_status attest_results_write_repro_file(const char *results_path, int *dir_made,
@@ -142,7 +97,7 @@ attest_status attest_results_write_repro_file(const char *results_path, int *dir
     x.note = note;
     x.replay = replay;
     (void)remove(tmp);
-    attest_status st = save_in_child(tmp, c, &x);
+    attest_status st = attest_cf_save_in_child(tmp, tmp, "write a repro", c, &x);
     if (st != ATTEST_OK) {
         (void)remove(tmp);
         return st;
