@@ -275,19 +275,10 @@ static attest_status libfuzzer_finding(const fuzz_args *a, const attest_candidat
     attest_finding_origin o;
     memset(&o, 0, sizeof o);
     const char *base = strrchr(input, '/') ? strrchr(input, '/') + 1 : input;
-    const char *dash = strchr(base, '-');
-    snprintf(o.id, sizeof o.id, "%.16s", dash ? dash + 1 : base);
-    /* The raw input is kept beside the case file: it replays through the target alone. */
     char kept[4400];
-    snprintf(kept, sizeof kept, "%s/finding-%s-%s.fuzz-input", a->findings,
-             attest_kernel_name(cand->kernel), o.id);
-    FILE *f = st == ATTEST_OK ? fopen(kept, "wb") : NULL;
-    if (f) {
-        if (fwrite(data, 1, size, f) != size) st = attest_fail(ATTEST_ERR_IO, "%s: write error", kept);
-        if (fclose(f) != 0 && st == ATTEST_OK) st = attest_fail(ATTEST_ERR_IO, "%s", kept);
-    } else if (st == ATTEST_OK) {
-        st = attest_fail(ATTEST_ERR_IO, "%s: %s", kept, strerror(errno));
-    }
+    if (st == ATTEST_OK)
+        st = attest_lf_keep_input(input, data, size, a->findings, attest_kernel_name(cand->kernel),
+                                  o.id, sizeof o.id, kept, sizeof kept);
     free(data);
     snprintf(o.what, sizeof o.what, "libFuzzer input %.40s", base);
     snprintf(o.how, sizeof o.how,
@@ -355,21 +346,12 @@ static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char 
            a->jobs == 1 ? "" : "s", a->seed, a->seed, a->out);
     fflush(stdout);
     attest_lf_totals t;
-    attest_status st = attest_lf_run(&lo, stderr, &t);
-    uint64_t rows = 0;
-    if (st == ATTEST_OK) st = attest_lf_merge(&lo, a->out, command_line, t.interrupted, &rows);
-    if (st != ATTEST_OK) {
+    if (attest_lf_run_merge(&lo, a->out, command_line, &t) != ATTEST_OK) {
         fflush(stdout);
         attest_cli_usage_error(VERB, "%s (scratch folder kept: %s)", attest_last_error(), work);
         attest_policy_free(policy);
         return ATTEST_EXIT_USAGE;
     }
-    const double rate = t.seconds > 0 ? (double)t.execs / t.seconds : 0.0;
-    printf("attest fuzz: %" PRIu64 " execs (%" PRIu64 " judged) in %.2f s (%.0f exec/s over %d "
-           "job%s), cov %" PRIu64 ", ft %" PRIu64 ", semantic classes %" PRIu64 "/%d, %d finding%s\n",
-           t.execs, t.judged, t.seconds, rate, a->jobs, a->jobs == 1 ? "" : "s", t.coverage,
-           t.features, t.classes, lo.features, t.findings, t.findings == 1 ? "" : "s");
-    printf("results: %" PRIu64 " judged cases in %s\n", rows, a->out);
     int exit_code = t.findings ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
     if (t.findings) {
         printf("time to first finding: %.3f s (%" PRIu64 " execs)\n", t.first_finding_s,

@@ -227,22 +227,9 @@ int attest_fuzz_pair(const attest_fuzz_pair_options *o)
     fuzz_jobs_result r;
     attest_status st = fuzz_jobs_run(o->jobs, o->time, !o->quiet && attest_cli_interactive(),
                                      search_job, &x, &r);
-    attest_lf_options lo;
-    memset(&lo, 0, sizeof lo);
-    lo.jobs = o->jobs;
-    lo.workdir = work;
-    lo.seed = o->seed;
     uint64_t rows = 0;
-    if (st == ATTEST_OK) st = attest_lf_merge(&lo, o->out, o->command_line, r.interrupted, &rows);
-    if (st != ATTEST_OK || r.errors)
-        return attest_cli_usage_error(VERB, "%s (scratch folder kept: %s)",
-                                      st != ATTEST_OK ? attest_last_error()
-                                                      : "a job failed (its message is above)",
-                                      work);
-    printf("attest fuzz: %" PRIu64 " cases in %.2f s (%.0f cases/s over %d job%s), %d "
-           "finding%s\n",
-           r.judged, r.seconds, r.seconds > 0 ? (double)r.judged / r.seconds : 0.0, o->jobs,
-           o->jobs == 1 ? "" : "s", r.findings, r.findings == 1 ? "" : "s");
+    int rc = fuzz_jobs_merge(st, &r, o->jobs, o->seed, work, o->out, o->command_line, &rows);
+    if (rc >= 0) return rc;
     printf("results: %" PRIu64 " rows (NEW's and the pair's per case) in %s\n", rows, o->out);
     int exit_code = r.findings ? ATTEST_EXIT_FAILED : r.interrupted ? 130 : ATTEST_EXIT_OK;
     if (r.findings) {

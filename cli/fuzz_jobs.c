@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "attest/clock.h"
+#include "attest/usage.h"
+#include "fuzz_libfuzzer.h"
 
 static volatile sig_atomic_t jobs_signal;
 static void on_signal(int sig) { jobs_signal = sig; }
@@ -120,4 +122,28 @@ attest_status fuzz_jobs_run(int32_t jobs, double time, int progress, fuzz_job_fn
     free(pids);
     munmap(slots, len);
     return ATTEST_OK;
+}
+
+int fuzz_jobs_merge(attest_status run_status, const fuzz_jobs_result *r, int32_t jobs,
+                    uint64_t seed, const char *work, const char *out, const char *command_line,
+                    uint64_t *rows)
+{
+    attest_lf_options lo;
+    memset(&lo, 0, sizeof lo);
+    lo.jobs = jobs;
+    lo.workdir = work;
+    lo.seed = seed;
+    *rows = 0;
+    attest_status st = run_status;
+    if (st == ATTEST_OK) st = attest_lf_merge(&lo, out, command_line, r->interrupted, rows);
+    if (st != ATTEST_OK || r->errors)
+        return attest_cli_usage_error("fuzz", "%s (scratch folder kept: %s)",
+                                      st != ATTEST_OK ? attest_last_error()
+                                                      : "a job failed (its message is above)",
+                                      work);
+    printf("attest fuzz: %" PRIu64 " cases in %.2f s (%.0f cases/s over %d job%s), %d "
+           "finding%s\n",
+           r->judged, r->seconds, r->seconds > 0 ? (double)r->judged / r->seconds : 0.0, jobs,
+           jobs == 1 ? "" : "s", r->findings, r->findings == 1 ? "" : "s");
+    return -1;
 }

@@ -47,4 +47,12 @@ typedef struct fuzz_jobs_result {
 attest_status fuzz_jobs_run(int32_t jobs, double time, int progress, fuzz_job_fn fn, void *ctx,
                             fuzz_jobs_result *r) ATTEST_MUST_CHECK;
 
+/* Ends a search after fuzz_jobs_run (run_status is its status): merges the jobs' results files
+ * of work into out (attest_lf_merge, closed as interrupted when r says so), sets *rows and prints
+ * the cases judged and the findings. Returns -1 when all went well, else the exit code of the
+ * usage error it printed, which names work: the scratch folder is kept for a look. */
+int fuzz_jobs_merge(attest_status run_status, const fuzz_jobs_result *r, int32_t jobs,
+                    uint64_t seed, const char *work, const char *out, const char *command_line,
+                    uint64_t *rows);
+
 #endif /* ATTEST_CLI_FUZZ_JOBS_H */

@@ -68,6 +68,22 @@ attest_status attest_lf_read_file(const char *path, uint8_t **data, size_t *size
     return ATTEST_OK;
 }
 
+attest_status attest_lf_keep_input(const char *input, const uint8_t *data, size_t size,
+                                   const char *findings, const char *tag, char *id, size_t id_cap,
+                                   char *kept, size_t kept_cap)
+{
+    const char *base = strrchr(input, '/') ? strrchr(input, '/') + 1 : input;
+    const char *dash = strchr(base, '-');
+    snprintf(id, id_cap, "%.16s", dash ? dash + 1 : base);
+    snprintf(kept, kept_cap, "%s/finding-%s-%s.fuzz-input", findings, tag, id);
+    FILE *f = fopen(kept, "wb");
+    ATTEST_RETURN_IF(f == NULL, ATTEST_ERR_IO, "%s: %s", kept, strerror(errno));
+    attest_status st = ATTEST_OK;
+    if (fwrite(data, 1, size, f) != size) st = attest_fail(ATTEST_ERR_IO, "%s: write error", kept);
+    if (fclose(f) != 0 && st == ATTEST_OK) st = attest_fail(ATTEST_ERR_IO, "%s", kept);
+    return st;
+}
+
 attest_status attest_lf_default_target(attest_kernel kernel, char *buf, size_t cap)
 {
     const char *target = fuzz_target_of(kernel);
@@ -424,6 +440,23 @@ attest_status attest_lf_merge(const attest_lf_options *opt, const char *out, con
         if (st == ATTEST_OK) st = cst;
     }
     return st;
+}
+
+attest_status attest_lf_run_merge(const attest_lf_options *opt, const char *out,
+                                  const char *command_line, attest_lf_totals *t)
+{
+    ATTEST_FORWARD(attest_lf_run(opt, stderr, t));
+    uint64_t rows = 0;
+    ATTEST_FORWARD(attest_lf_merge(opt, out, command_line, t->interrupted, &rows));
+    const double rate = t->seconds > 0 ? (double)t->execs / t->seconds : 0.0;
+    printf("attest fuzz: %" PRIu64 " execs (%" PRIu64 " judged) in %.2f s (%.0f exec/s over %d "
+           "job%s), cov %" PRIu64 ", ft %" PRIu64 ", semantic classes %" PRIu64 "/%d, %d "
+           "finding%s\n",
+           t->execs, t->judged, t->seconds, rate, opt->jobs, opt->jobs == 1 ? "" : "s",
+           t->coverage, t->features, t->classes, opt->features, t->findings,
+           t->findings == 1 ? "" : "s");
+    printf("results: %" PRIu64 " judged cases in %s\n", rows, out);
+    return ATTEST_OK;
 }
 
 /* Removes a scratch folder this command made (files one level down and one more). */

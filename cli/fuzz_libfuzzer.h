@@ -60,6 +60,11 @@ attest_status attest_lf_merge(const attest_lf_options *opt, const char *out,
                               const char *command_line, int interrupted,
                               uint64_t *rows) ATTEST_MUST_CHECK;
 
+/* A whole campaign of the verb: attest_lf_run (progress on stderr), attest_lf_merge into out,
+ * then its summary on stdout (execs, coverage, semantic classes, findings, rows merged). */
+attest_status attest_lf_run_merge(const attest_lf_options *opt, const char *out,
+                                  const char *command_line, attest_lf_totals *t) ATTEST_MUST_CHECK;
+
 /* The target binary for a kernel beside this executable (DIR/fuzz/fuzz_<target>), written into
  * buf; ATTEST_ERR_NOT_FOUND when there is none. */
 attest_status attest_lf_default_target(attest_kernel kernel, char *buf, size_t cap) ATTEST_MUST_CHECK;
@@ -77,5 +82,12 @@ void attest_lf_remove_tree(const char *dir);
 
 /* Reads a file whole into a heap buffer (free it). */
 attest_status attest_lf_read_file(const char *path, uint8_t **data, size_t *size) ATTEST_MUST_CHECK;
+
+/* Keeps an input a target stopped on as FINDINGS/finding-<tag>-<id>.fuzz-input, beside the
+ * finding's case file: it replays through the target alone. id gets the input's name after its
+ * first '-' (libFuzzer names it crash-<hash>), kept the path written. */
+attest_status attest_lf_keep_input(const char *input, const uint8_t *data, size_t size,
+                                   const char *findings, const char *tag, char *id, size_t id_cap,
+                                   char *kept, size_t kept_cap) ATTEST_MUST_CHECK;
 
 #endif

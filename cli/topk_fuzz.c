@@ -256,22 +256,9 @@ static int run_search(const attest_topk_fuzz_options *o, const attest_topk_candi
     fuzz_jobs_result r;
     attest_status st = fuzz_jobs_run(o->jobs, o->time, !o->quiet && attest_cli_interactive(),
                                      search_job, &x, &r);
-    attest_lf_options lo;
-    memset(&lo, 0, sizeof lo);
-    lo.jobs = o->jobs;
-    lo.workdir = work;
-    lo.seed = o->seed;
     uint64_t rows = 0;
-    if (st == ATTEST_OK) st = attest_lf_merge(&lo, o->out, o->command_line, r.interrupted, &rows);
-    if (st != ATTEST_OK || r.errors)
-        return attest_cli_usage_error(VERB, "%s (scratch folder kept: %s)",
-                                      st != ATTEST_OK ? attest_last_error()
-                                                      : "a job failed (its message is above)",
-                                      work);
-    printf("attest fuzz: %" PRIu64 " cases in %.2f s (%.0f cases/s over %d job%s), %d "
-           "finding%s\n",
-           r.judged, r.seconds, r.seconds > 0 ? (double)r.judged / r.seconds : 0.0, o->jobs,
-           o->jobs == 1 ? "" : "s", r.findings, r.findings == 1 ? "" : "s");
+    int rc = fuzz_jobs_merge(st, &r, o->jobs, o->seed, work, o->out, o->command_line, &rows);
+    if (rc >= 0) return rc;
     printf("results: %" PRIu64 " judged cases in %s\n", rows, o->out);
     int exit_code = r.findings ? ATTEST_EXIT_FAILED : r.interrupted ? 130 : ATTEST_EXIT_OK;
     if (r.findings) {
@@ -318,18 +305,10 @@ static attest_status libfuzzer_finding(const attest_topk_fuzz_options *o,
     origin from;
     memset(&from, 0, sizeof from);
     const char *base = strrchr(input, '/') ? strrchr(input, '/') + 1 : input;
-    const char *dash = strchr(base, '-');
-    snprintf(from.id, sizeof from.id, "%.16s", dash ? dash + 1 : base);
-    /* The raw input is kept beside the case file: it replays through the target alone. */
     char kept[4400];
-    snprintf(kept, sizeof kept, "%s/finding-topk-%s.fuzz-input", o->findings, from.id);
-    FILE *f = st == ATTEST_OK ? fopen(kept, "wb") : NULL;
-    if (f) {
-        if (fwrite(data, 1, size, f) != size) st = attest_fail(ATTEST_ERR_IO, "%s: write error", kept);
-        if (fclose(f) != 0 && st == ATTEST_OK) st = attest_fail(ATTEST_ERR_IO, "%s", kept);
-    } else if (st == ATTEST_OK) {
-        st = attest_fail(ATTEST_ERR_IO, "%s: %s", kept, strerror(errno));
-    }
+    if (st == ATTEST_OK)
+        st = attest_lf_keep_input(input, data, size, o->findings, "topk", from.id, sizeof from.id,
+                                  kept, sizeof kept);
     free(data);
     snprintf(from.what, sizeof from.what, "libFuzzer input %.40s", base);
     snprintf(from.how, sizeof from.how,
@@ -386,20 +365,10 @@ static int run_libfuzzer(const attest_topk_fuzz_options *o, const attest_topk_ca
            cand->name, target, o->time, o->jobs, o->jobs == 1 ? "" : "s", o->seed, o->seed, o->out);
     fflush(stdout);
     attest_lf_totals t;
-    attest_status st = attest_lf_run(&lo, stderr, &t);
-    uint64_t rows = 0;
-    if (st == ATTEST_OK) st = attest_lf_merge(&lo, o->out, o->command_line, t.interrupted, &rows);
-    if (st != ATTEST_OK) {
+    if (attest_lf_run_merge(&lo, o->out, o->command_line, &t) != ATTEST_OK) {
         fflush(stdout);
         return attest_cli_usage_error(VERB, "%s (scratch folder kept: %s)", attest_last_error(), work);
     }
-    const double rate = t.seconds > 0 ? (double)t.execs / t.seconds : 0.0;
-    printf("attest fuzz: %" PRIu64 " execs (%" PRIu64 " judged) in %.2f s (%.0f exec/s over %d "
-           "job%s), cov %" PRIu64 ", ft %" PRIu64 ", semantic classes %" PRIu64 "/%d, %d "
-           "finding%s\n",
-           t.execs, t.judged, t.seconds, rate, o->jobs, o->jobs == 1 ? "" : "s", t.coverage,
-           t.features, t.classes, lo.features, t.findings, t.findings == 1 ? "" : "s");
-    printf("results: %" PRIu64 " judged cases in %s\n", rows, o->out);
     int exit_code = t.findings ? ATTEST_EXIT_FAILED : t.interrupted ? 130 : ATTEST_EXIT_OK;
     if (t.findings) {
         printf("time to first finding: %.3f s (%" PRIu64 " execs)\n", t.first_finding_s,
