@@ -396,6 +396,14 @@ static int check_findings_and_seed(fuzz_args *a)
 }
 
 /* --kernel topk, or a built-in top-k candidate: the top-k family's own search (topk_fuzz.h). */
+/* The search engines take none of the libFuzzer engine's options: -1, else the usage error. */
+static int refuse_libfuzzer_options(const fuzz_args *a)
+{
+    if (!a->corpus && !a->dict && !a->fuzzer && !a->no_structure) return -1;
+    return attest_cli_usage_error(VERB, "--corpus, --dict, --fuzzer and --no-structure are "
+                                  "options of --engine libfuzzer");
+}
+
 static int wants_topk(const fuzz_args *a)
 {
     if (a->kernel) return strcmp(a->kernel, "topk") == 0;
@@ -441,9 +449,10 @@ static int fuzz_topk(const fuzz_args *a, const char *command_line)
         return attest_cli_usage_error(VERB, "top-k bounds: --max-batch <= 1024, --max-next-n <= "
                                       "16, --max-len <= %d, --max-topk <= %d",
                                       ATTEST_TOPK_MAX_WIDTH, ATTEST_TOPK_MAX_K);
-    if (strcmp(o.engine, "search") == 0 && (a->corpus || a->dict || a->fuzzer || a->no_structure))
-        return attest_cli_usage_error(VERB, "--corpus, --dict, --fuzzer and --no-structure are "
-                                      "options of --engine libfuzzer");
+    if (strcmp(o.engine, "search") == 0) {
+        int rc = refuse_libfuzzer_options(a);
+        if (rc >= 0) return rc;
+    }
     return attest_topk_fuzz(&o);
 }
 
@@ -456,9 +465,8 @@ static int fuzz_baseline(fuzz_args *a, const char *command_line)
     if (a->engine_given && strcmp(a->engine, "libfuzzer") == 0)
         return attest_cli_usage_error(VERB, "--baseline runs the search engine (the libFuzzer "
                                       "targets judge one kernel)");
-    if (a->corpus || a->dict || a->fuzzer || a->no_structure)
-        return attest_cli_usage_error(VERB, "--corpus, --dict, --fuzzer and --no-structure are "
-                                      "options of --engine libfuzzer");
+    int rc = refuse_libfuzzer_options(a);
+    if (rc >= 0) return rc;
     attest_fuzz_pair_options o;
     memset(&o, 0, sizeof o);
     o.spec[0] = a->candidate;
@@ -466,7 +474,7 @@ static int fuzz_baseline(fuzz_args *a, const char *command_line)
     for (int j = 0; j < 2; j++)
         if (attest_candidate_resolve(o.spec[j], &o.cand[j]) != ATTEST_OK)
             return attest_cli_usage_error(VERB, "%s%s", j ? "--baseline: " : "", attest_last_error());
-    int rc = attest_baseline_check_pair(VERB, o.cand);
+    rc = attest_baseline_check_pair(VERB, o.cand);
     if (rc >= 0) return rc;
     if (a->kernel) {
         attest_kernel k;
@@ -541,9 +549,7 @@ int attest_cmd_fuzz(int argc, char **argv)
     }
     if (strcmp(a.engine, "libfuzzer") == 0)
         return run_libfuzzer(&a, cand, command_line);
-    if (a.corpus || a.dict || a.fuzzer || a.no_structure)
-        return attest_cli_usage_error(VERB, "--corpus, --dict, --fuzzer and --no-structure are "
-                                      "options of --engine libfuzzer");
+    if ((rc = refuse_libfuzzer_options(&a)) >= 0) return rc;
 
     attest_job job;
     memset(&job, 0, sizeof job);
