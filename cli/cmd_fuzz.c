@@ -410,6 +410,15 @@ static int wants_topk(const fuzz_args *a)
     return attest_topk_builtin_find(a->candidate) != NULL;
 }
 
+static fuzz_settings settings_of(const fuzz_args *a, const char *command_line)
+{
+    fuzz_settings r = {.out = a->out, .findings = a->findings, .command_line = command_line,
+                       .time = a->time, .timeout = a->timeout, .jobs = a->jobs,
+                       .reruns = a->reruns, .max_tries = a->max_tries, .seed = a->seed,
+                       .quiet = a->quiet};
+    return r;
+}
+
 static int fuzz_topk(const fuzz_args *a, const char *command_line)
 {
     attest_topk_fuzz_options o;
@@ -419,16 +428,7 @@ static int fuzz_topk(const fuzz_args *a, const char *command_line)
     o.fuzzer = a->fuzzer;
     o.corpus = a->corpus;
     o.dict = a->dict;
-    o.out = a->out;
-    o.findings = a->findings;
-    o.command_line = command_line;
-    o.time = a->time;
-    o.timeout = a->timeout;
-    o.jobs = a->jobs;
-    o.reruns = a->reruns;
-    o.max_tries = a->max_tries;
-    o.seed = a->seed;
-    o.quiet = a->quiet;
+    o.run = settings_of(a, command_line);
     o.no_structure = a->no_structure;
     if (a->policy)
         return attest_cli_usage_error(VERB, "--policy: the top-k judge has no tolerance (exact "
@@ -494,17 +494,8 @@ static int fuzz_baseline(fuzz_args *a, const char *command_line)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
     o.policy = policy;
     o.policy_path = a->policy;
-    o.out = a->out;
-    o.findings = a->findings;
-    o.command_line = command_line;
-    o.time = a->time;
-    o.timeout = a->timeout;
-    o.jobs = a->jobs;
-    o.reruns = a->reruns;
-    o.max_tries = a->max_tries;
-    o.seed = a->seed;
+    o.run = settings_of(a, command_line);
     o.bitwise = a->bitwise;
-    o.quiet = a->quiet;
     rc = attest_fuzz_pair(&o);
     attest_policy_free(policy);
     return rc;

@@ -33,8 +33,8 @@ static attest_status pair_open(const attest_fuzz_pair_options *o, pair *p)
     attest_runner_options ro = attest_runner_defaults();
     ro.reference = attest_ref_simulated;
     ro.policy = o->policy;
-    ro.reruns = o->reruns;
-    ro.timeout_seconds = o->timeout;
+    ro.reruns = o->run.reruns;
+    ro.timeout_seconds = o->run.timeout;
     for (int j = 0; j < 2; j++) ATTEST_FORWARD(attest_runner_create(o->cand[j], &ro, &p->runner[j]));
     return ATTEST_OK;
 }
@@ -78,8 +78,8 @@ static int search_job(void *q, int32_t job, int32_t jobs, fuzz_job_slot *slot, d
     pair p;
     attest_status st = pair_open(o, &p);
     if (st == ATTEST_OK)
-        st = attest_baseline_results_open(path, o->command_line, o->policy, o->cand, &o->gen,
-                                          o->seed, 0, &w);
+        st = attest_baseline_results_open(path, o->run.command_line, o->policy, o->cand, &o->gen,
+                                          o->run.seed, 0, &w);
     if (st != ATTEST_OK) {
         fprintf(stderr, "attest fuzz: job %d: %s\n", job, attest_last_error());
         pair_close(&p);
@@ -93,7 +93,7 @@ static int search_job(void *q, int32_t job, int32_t jobs, fuzz_job_slot *slot, d
             stopped = __atomic_load_n(&slot->stop, __ATOMIC_RELAXED) != 0;
             break;
         }
-        const uint64_t s = attest_case_seed(o->seed, i);
+        const uint64_t s = attest_case_seed(o->run.seed, i);
         attest_case_free(&c);
         st = attest_generate_case(&o->gen, s, &c);
         if (st == ATTEST_OK) st = pair_judge(o, &p, &c);
@@ -166,14 +166,14 @@ static attest_status finding(const attest_fuzz_pair_options *o, const fuzz_job_s
                    "deterministic across processes, kept unminimized\n",
                    found->seed, p.br.failed ? "differs otherwise" : "agrees");
         same_ctx sc = {o, &p, p.br.failed_gates};
-        st = attest_minimize_case(&c, same_difference, &sc, repeated ? (uint32_t)o->max_tries : 1,
+        st = attest_minimize_case(&c, same_difference, &sc, repeated ? (uint32_t)o->run.max_tries : 1,
                                   &small, &ms);
     }
     if (st == ATTEST_OK) {
         attest_gate_mask_string(want, gates, sizeof gates);
         describe_size(&c, before, sizeof before);
         describe_size(&small, after, sizeof after);
-        snprintf(path, sizeof path, "%s/finding-%s-differs-%016" PRIx64 ".h5", o->findings,
+        snprintf(path, sizeof path, "%s/finding-%s-differs-%016" PRIx64 ".h5", o->run.findings,
                  attest_kernel_name(c.kernel), found->seed);
         snprintf(note, sizeof note,
                  "attest fuzz --baseline finding: %s and %s differ (%s%s%s); generated from seed "
@@ -221,16 +221,16 @@ int attest_fuzz_pair(const attest_fuzz_pair_options *o)
     printf("attest fuzz: %s against baseline %s (%s), %s kernel, up to %.0f s over %d job%s, seed "
            "%" PRIu64 " (--seed %" PRIu64 " repeats it), results in %s\n",
            o->cand[0]->name, o->cand[1]->name, o->bitwise ? "bitwise" : "within both bounds",
-           attest_kernel_name(o->cand[0]->kernel), o->time, o->jobs, o->jobs == 1 ? "" : "s",
-           o->seed, o->seed, o->out);
+           attest_kernel_name(o->cand[0]->kernel), o->run.time, o->run.jobs, o->run.jobs == 1 ? "" : "s",
+           o->run.seed, o->run.seed, o->run.out);
     search_ctx x = {o, work};
     fuzz_jobs_result r;
-    attest_status st = fuzz_jobs_run(o->jobs, o->time, !o->quiet && attest_cli_interactive(),
+    attest_status st = fuzz_jobs_run(o->run.jobs, o->run.time, !o->run.quiet && attest_cli_interactive(),
                                      search_job, &x, &r);
     uint64_t rows = 0;
-    int rc = fuzz_jobs_merge(st, &r, o->jobs, o->seed, work, o->out, o->command_line, &rows);
+    int rc = fuzz_jobs_merge(st, &r, o->run.jobs, o->run.seed, work, o->run.out, o->run.command_line, &rows);
     if (rc >= 0) return rc;
-    printf("results: %" PRIu64 " rows (NEW's and the pair's per case) in %s\n", rows, o->out);
+    printf("results: %" PRIu64 " rows (NEW's and the pair's per case) in %s\n", rows, o->run.out);
     int exit_code = r.findings ? ATTEST_EXIT_FAILED : r.interrupted ? 130 : ATTEST_EXIT_OK;
     if (r.findings) {
         printf("time to first finding: %.3f s (%" PRIu64 " cases)\n", r.first_s, r.first_judged);

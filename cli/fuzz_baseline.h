@@ -16,18 +16,16 @@
 #include "attest/candidate.h"
 #include "attest/generator.h"
 #include "attest/policy.h"
+#include "fuzz_jobs.h"
 
 typedef struct attest_fuzz_pair_options {
     const char *spec[2];      /* NEW and OLD as given */
     const attest_candidate *cand[2];
     const attest_policy *policy; /* never NULL */
     const char *policy_path;  /* as given, NULL: the embedded policy */
-    const char *out, *findings, *command_line;
+    fuzz_settings run;
     attest_gen_options gen;
-    double time, timeout;
-    int32_t jobs, reruns, max_tries;
-    uint64_t seed;
-    int bitwise, quiet;
+    int bitwise;
 } attest_fuzz_pair_options;
 
 /* Returns the exit status: 0 nothing found, 1 a differing case saved, 2 an error, 130

@@ -11,6 +11,18 @@
 #include "attest/status.h"
 
 /* One job's live counters. The job writes all but `stop`. */
+/* The settings a fuzz search takes from the command line (attest fuzz's common options), one
+ * struct for the top-k and the pair searches. */
+typedef struct fuzz_settings {
+    const char *out;          /* the merged results file */
+    const char *findings;     /* folder of the saved case files */
+    const char *command_line; /* for provenance */
+    double time, timeout;
+    int32_t jobs, reruns, max_tries;
+    uint64_t seed;
+    int quiet;
+} fuzz_settings;
+
 typedef struct fuzz_job_slot {
     uint64_t judged;
     uint64_t found;  /* 1: the job stopped on a failing case */

@@ -111,8 +111,8 @@ static attest_status finding(const attest_topk_fuzz_options *o, const attest_top
                              const attest_topk_case *c, const origin *from, int number)
 {
     attest_topk_run_options ro = attest_topk_run_defaults(); /* isolated: a crash is a verdict */
-    ro.reruns = o->reruns;
-    ro.timeout_seconds = o->timeout;
+    ro.reruns = o->run.reruns;
+    ro.timeout_seconds = o->run.timeout;
     judged first;
     memset(&first, 0, sizeof first);
     ATTEST_FORWARD(judge(cand, &ro, c, &first));
@@ -131,7 +131,7 @@ static attest_status finding(const attest_topk_fuzz_options *o, const attest_top
     same_ctx sc = {cand, &ro, first.v.failed};
     attest_topk_case small;
     attest_topk_minimize_stats ms = {0, 0};
-    const uint32_t tries = first.v.failed ? (uint32_t)o->max_tries : 0;
+    const uint32_t tries = first.v.failed ? (uint32_t)o->run.max_tries : 0;
     attest_status st = attest_topk_minimize(c, same_failure, &sc, tries, &small, &ms);
     judged_free(&first);
     if (st != ATTEST_OK) return st;
@@ -142,7 +142,7 @@ static attest_status finding(const attest_topk_fuzz_options *o, const attest_top
     char path[4400], note[2400], replay[4600], before[128], after[128];
     describe(c, before, sizeof before);
     describe(&small, after, sizeof after);
-    snprintf(path, sizeof path, "%s/finding-topk-%s-%s.h5", o->findings,
+    snprintf(path, sizeof path, "%s/finding-topk-%s-%s.h5", o->run.findings,
              attest_verdict_name(verdict), from->id);
     for (char *p = strrchr(path, '/') + 1; *p; p++)
         if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
@@ -197,14 +197,14 @@ static int search_job(void *p, int32_t job, int32_t jobs, fuzz_job_slot *slot, d
     char path[4200];
     snprintf(path, sizeof path, "%s/job-%d.h5", x->work, job);
     attest_results_writer *w = NULL;
-    if (attest_topk_results_open(path, o->command_line, o->candidate, &o->gen, o->seed, 0, &w) !=
+    if (attest_topk_results_open(path, o->run.command_line, o->candidate, &o->gen, o->run.seed, 0, &w) !=
         ATTEST_OK) {
         fprintf(stderr, "attest fuzz: job %d: %s\n", job, attest_last_error());
         return 1;
     }
     attest_topk_run_options ro = attest_topk_run_defaults();
-    ro.reruns = o->reruns;
-    ro.timeout_seconds = o->timeout;
+    ro.reruns = o->run.reruns;
+    ro.timeout_seconds = o->run.timeout;
     attest_status st = ATTEST_OK;
     int stopped = 0;
     for (uint64_t i = (uint64_t)job; st == ATTEST_OK; i += (uint64_t)jobs) {
@@ -212,7 +212,7 @@ static int search_job(void *p, int32_t job, int32_t jobs, fuzz_job_slot *slot, d
             stopped = __atomic_load_n(&slot->stop, __ATOMIC_RELAXED) != 0;
             break;
         }
-        const uint64_t s = attest_topk_case_seed(o->seed, i);
+        const uint64_t s = attest_topk_case_seed(o->run.seed, i);
         attest_topk_case c;
         st = attest_topk_generate(s, &o->gen, &c);
         if (st != ATTEST_OK) break;
@@ -251,15 +251,15 @@ static int run_search(const attest_topk_fuzz_options *o, const attest_topk_candi
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
     printf("attest fuzz: %s (topk), up to %.0f s over %d job%s, seed %" PRIu64
            " (--seed %" PRIu64 " repeats it), results in %s\n",
-           cand->name, o->time, o->jobs, o->jobs == 1 ? "" : "s", o->seed, o->seed, o->out);
+           cand->name, o->run.time, o->run.jobs, o->run.jobs == 1 ? "" : "s", o->run.seed, o->run.seed, o->run.out);
     search_ctx x = {o, cand, work};
     fuzz_jobs_result r;
-    attest_status st = fuzz_jobs_run(o->jobs, o->time, !o->quiet && attest_cli_interactive(),
+    attest_status st = fuzz_jobs_run(o->run.jobs, o->run.time, !o->run.quiet && attest_cli_interactive(),
                                      search_job, &x, &r);
     uint64_t rows = 0;
-    int rc = fuzz_jobs_merge(st, &r, o->jobs, o->seed, work, o->out, o->command_line, &rows);
+    int rc = fuzz_jobs_merge(st, &r, o->run.jobs, o->run.seed, work, o->run.out, o->run.command_line, &rows);
     if (rc >= 0) return rc;
-    printf("results: %" PRIu64 " judged cases in %s\n", rows, o->out);
+    printf("results: %" PRIu64 " judged cases in %s\n", rows, o->run.out);
     int exit_code = r.findings ? ATTEST_EXIT_FAILED : r.interrupted ? 130 : ATTEST_EXIT_OK;
     if (r.findings) {
         printf("time to first finding: %.3f s (%" PRIu64 " cases)\n", r.first_s, r.first_judged);
@@ -307,7 +307,7 @@ static attest_status libfuzzer_finding(const attest_topk_fuzz_options *o,
     const char *base = strrchr(input, '/') ? strrchr(input, '/') + 1 : input;
     char kept[4400];
     if (st == ATTEST_OK)
-        st = attest_lf_keep_input(input, data, size, o->findings, "topk", from.id, sizeof from.id,
+        st = attest_lf_keep_input(input, data, size, o->run.findings, "topk", from.id, sizeof from.id,
                                   kept, sizeof kept);
     free(data);
     snprintf(from.what, sizeof from.what, "libFuzzer input %.40s", base);
@@ -352,20 +352,20 @@ static int run_libfuzzer(const attest_topk_fuzz_options *o, const attest_topk_ca
     lo.corpus = corpus;
     lo.dict = o->dict;
     lo.workdir = work;
-    lo.time = o->time;
-    lo.timeout = o->timeout;
-    lo.jobs = o->jobs;
-    lo.reruns = o->reruns;
-    lo.seed = o->seed;
+    lo.time = o->run.time;
+    lo.timeout = o->run.timeout;
+    lo.jobs = o->run.jobs;
+    lo.reruns = o->run.reruns;
+    lo.seed = o->run.seed;
     lo.structure = !o->no_structure; /* semantic counters on or off (no custom mutator) */
     lo.features = fuzz_topk_feature_count();
-    lo.progress = !o->quiet && attest_cli_interactive();
+    lo.progress = !o->run.quiet && attest_cli_interactive();
     printf("attest fuzz: %s (topk), libFuzzer (%s), up to %.0f s over %d job%s, seed %" PRIu64
            " (--seed %" PRIu64 "), results in %s\n",
-           cand->name, target, o->time, o->jobs, o->jobs == 1 ? "" : "s", o->seed, o->seed, o->out);
+           cand->name, target, o->run.time, o->run.jobs, o->run.jobs == 1 ? "" : "s", o->run.seed, o->run.seed, o->run.out);
     fflush(stdout);
     attest_lf_totals t;
-    if (attest_lf_run_merge(&lo, o->out, o->command_line, &t) != ATTEST_OK) {
+    if (attest_lf_run_merge(&lo, o->run.out, o->run.command_line, &t) != ATTEST_OK) {
         fflush(stdout);
         return attest_cli_usage_error(VERB, "%s (scratch folder kept: %s)", attest_last_error(), work);
     }

@@ -13,19 +13,15 @@
 #include <stdint.h>
 
 #include "attest/topk.h"
+#include "fuzz_jobs.h"
 
 typedef struct attest_topk_fuzz_options {
     const char *candidate;    /* spec as given: a built-in top-k name or path/lib.so:NAME */
     const char *engine;       /* "search" or "libfuzzer" */
     const char *fuzzer;       /* libfuzzer: the target binary, NULL: fuzz/fuzz_topk beside attest */
     const char *corpus, *dict;
-    const char *out;          /* the merged results file */
-    const char *findings;     /* folder of the saved case files */
-    const char *command_line; /* for provenance */
-    double time, timeout;
-    int32_t jobs, reruns, max_tries;
-    uint64_t seed;
-    int quiet, no_structure;
+    fuzz_settings run;
+    int no_structure;
     attest_topk_gen_bounds gen; /* search: the generator's bounds */
     int gen_given;              /* a bound was given on the command line */
 } attest_topk_fuzz_options;
