@@ -8,25 +8,11 @@ import re
 import sys
 import tempfile
 
-from attest_testlib import CLI, check, one_line_error, run, summary
+from attest_testlib import CLI, check, host_mutants, one_line_error, run, summary
 
 CORRECT = {"indexer": "cpu-indexer", "mla-decode": "cpu-mla-decode"}
 
 
-# Faults that show only on inputs the generator does not draw, so no search over generated
-# cases can find them: none (mutant-mla-int32-offsets fails on the pools past 2^31 bytes that
-# about 1% of default-bounds cases move to; tests/test_sparse_pool.c).
-NOT_GENERATED = set()
-
-
-def mutants():
-    rc, out, _ = run("list")
-    found = []
-    for line in out.splitlines():
-        m = re.match(r"\s+(mutant-\S+)\s+(indexer|mla-decode)\s+host\s", line)
-        if m and m.group(1) not in NOT_GENERATED:
-            found.append((m.group(1), m.group(2)))
-    return found
 
 
 def main():
@@ -34,7 +20,7 @@ def main():
         print("ATTEST_CLI not set or missing; skipping")
         return 77
     tmp = tempfile.mkdtemp(prefix="attest-fuzz-")
-    muts = mutants()
+    muts = host_mutants(("indexer", "mla-decode"))
     check(len(muts) >= 10, f"attest list shows {len(muts)} host mutants")
 
     for name, kernel in muts:

@@ -15,30 +15,17 @@ import shutil
 import sys
 import tempfile
 
-from attest_testlib import CLI, check, one_line_error, run, summary
+from attest_testlib import CLI, check, host_mutants, one_line_error, run, summary
 
 CORRECT = {"indexer": "cpu-indexer", "mla-decode": "cpu-mla-decode", "topk": "cpu-topk"}
 TARGET = {"indexer": "fuzz_indexer", "mla-decode": "fuzz_mla_decode", "topk": "fuzz_topk"}
 # The other correct top-k kernels (each legal in another way): nothing found either.
 TOPK_CORRECT = ["cpu-topk-ties-high", "cpu-topk-unsorted", "cpu-topk-short-identity"]
-# Faults no fuzz input can show: none (mutant-mla-int32-offsets fails on pools past 2^31 bytes,
-# which a sixteenth of the inputs name: knobs bits 3 to 6, fuzz/inputs_internal.h).
-NOT_GENERATED = set()
 
 
 def fuzzer(kernel):
     d = os.environ.get("ATTEST_FUZZER_DIR")
     return ["--fuzzer", os.path.join(d, TARGET[kernel])] if d else []
-
-
-def mutants():
-    rc, out, _ = run("list")
-    found = []
-    for line in out.splitlines():
-        m = re.match(r"\s+(mutant-\S+)\s+(indexer|mla-decode|topk)\s+host\s", line)
-        if m and m.group(1) not in NOT_GENERATED:
-            found.append((m.group(1), m.group(2)))
-    return found
 
 
 def main():
@@ -47,7 +34,7 @@ def main():
         return 77
     tmp = tempfile.mkdtemp(prefix="attest-fuzz-engine-")
     os.environ["TMPDIR"] = tmp  # the engine's scratch folders, too
-    muts = mutants()
+    muts = host_mutants(("indexer", "mla-decode", "topk"))
     check(len(muts) >= 10, f"attest list shows {len(muts)} host mutants")
 
     for name, kernel in muts:
