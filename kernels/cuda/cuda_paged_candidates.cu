@@ -80,6 +80,39 @@ attest_candidate make_paged_fp8()
 
 const attest_candidate paged_fp8 = make_paged_fp8();
 
+#ifdef ATTEST_IDX_EXPERIMENT
+// Measurement-only candidates: the fp8 kernel in the configurations the bench compares.
+int fp8_supports(void *, const attest_kernel_args *args)
+{
+    return paged_indexer_supports(args) && paged_fp8_supports(args);
+}
+template <int V>
+int run_fp8_variant(void *, const attest_kernel_args *args)
+{
+    return paged_fp8_run_variant(args, V);
+}
+template <int V>
+attest_candidate make_fp8_variant(const char *name)
+{
+    attest_candidate c = make_paged_fp8();
+    c.name = name;
+    c.description = "cuda-indexer-paged-fp8 in a measured configuration (bench only)";
+    c.supports = fp8_supports;
+    c.run = run_fp8_variant<V>;
+    return c;
+}
+const attest_candidate x1 = make_fp8_variant<1>("x-fp8-cp-async");
+const attest_candidate x2 = make_fp8_variant<2>("x-fp8-lb5");
+const attest_candidate x3 = make_fp8_variant<3>("x-fp8-tma");
+const attest_candidate x4 = make_fp8_variant<4>("x-fp8-tma-lb5");
+const attest_candidate x5 = make_fp8_variant<5>("x-fp8-tma-lb5-ws");
+const attest_candidate x6 = make_fp8_variant<6>("x-fp8-tma-s5-lb4-ws");
+const attest_candidate x7 = make_fp8_variant<7>("x-fp8-lb5-ws");
+#define FP8_VARIANTS , &x1, &x2, &x3, &x4, &x5, &x6, &x7
+#else
+#define FP8_VARIANTS
+#endif
+
 #ifdef ATTEST_WITH_MUTANTS
 int run_records132(void *, const attest_kernel_args *args)
 {
@@ -207,9 +240,9 @@ attest_candidate make_capture_lengths()
 }
 const attest_candidate capture_lengths = make_capture_lengths();
 
-const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8, &records132, &race, &uninit, &capture_lengths};
+const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8, &records132, &race, &uninit, &capture_lengths FP8_VARIANTS};
 #else
-const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8};
+const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8 FP8_VARIANTS};
 #endif
 
 }  // namespace

@@ -11,15 +11,27 @@
 //
 // - One warpgroup per block, several blocks per SM; the grid, each block's share of the live
 //   pages and the -inf stores past them are the streaming kernels' (cuda_indexer_stream.cuh).
-// - A page's 8192 key bytes land by 16-byte cp.async in a ring of stages, each 1024-aligned,
-//   in the 128-byte-swizzled K-major layout wgmma reads (16-byte chunk c of position r at
-//   r * 128 + 16 * (c ^ (r % 8))); the 64 scales in a ring of their own.
+// - A page's 8192 key bytes land by TMA (the cache as a tensor of 128-byte rows, the copy
+//   engine doing the 128-byte swizzle) in a ring of stages, each 1024-aligned, in the K-major
+//   layout wgmma reads (16-byte chunk c of position r at r * 128 + 16 * (c ^ (r % 8))); the 64
+//   scales by a bulk copy into a ring of their own. One thread issues both; an mbarrier per
+//   stage says the page landed. The same copies by every thread's 16-byte cp.async held the
+//   kernel at 73-77% of HBM with as many pages in flight per SM (4 blocks x 3; this kernel
+//   6 x 2: 87-92%), and more blocks did not help them: the per-thread copies were the limit,
+//   not the pages in flight (docs/device-runs.md, "TMA").
 // - B = the heads of the block's current request, 64 per tile (tile c: row slot c / groups,
 //   heads (c % groups) * 64 ..), 128 fp8 bytes per head in the same swizzled layout; heads
-//   past `heads` are zero. Rewritten when the block moves to another request.
+//   past `heads` are zero. Rewritten when the block moves to another request, with the
+//   head weights (kept in shared memory: the registers they free let 6 blocks fit per SM).
 // - wgmma m64n64k32 e4m3 x e4m3 -> f32, four k steps per tile; while it runs the block queues
 //   the next page's copy and its share of -inf stores.
 // - Then relu, weight, sum over heads, times the position's scale (DeepGEMM's order).
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "../cuda_indexer_stream.cuh"
 #include "../cuda_paged_variants.h"
 
@@ -32,7 +44,6 @@ constexpr int kKeyBytes = kPage * kHeadDim;       // 8192: one stage of keys
 constexpr int kQTileBytes = kTileHeads * kHeadDim;  // 8192: one B tile
 constexpr int kScaleBytes = kPage * 4;
 constexpr int kMaxTiles = 4;                      // next_n * ceil(heads / 64)
-constexpr int kStages = 4;
 constexpr int kThreads = 128;
 
 // The K-major layout of 64 rows x 128 bytes wgmma reads, with the 128-byte swizzle: 16-byte
@@ -124,32 +135,88 @@ __device__ __forceinline__ void load_q_tiles(const stream_args &a, int request, 
     }
 }
 
-// Dynamic shared memory: 1 KiB of alignment slack, the key stages, the B tiles, the scales.
-template <int TILES>
+// A kernel configuration: stages of the ring, the blocks per SM it is compiled for (its
+// register budget), whether the page comes by TMA (a tensor map of the cache as rows of 128
+// bytes, the 128-byte swizzle done by the copy engine; one thread issues, an mbarrier per
+// stage says it landed) or by every thread's cp.async, whether the head weights live in
+// shared memory (16 registers fewer per tile) and whether the kernel asks for the largest
+// shared-memory carveout (what lets a fifth block fit).
+struct config {
+    int stages, min_blocks;
+    bool tma, weights_smem, carveout;
+};
+
+// Dynamic shared memory: 1 KiB of alignment slack, the key stages, the B tiles, the scales,
+// the weights (weights_smem only).
+template <int TILES, int STAGES, bool WSMEM>
 constexpr size_t smem_bytes()
 {
-    return 1024 + static_cast<size_t>(kStages) * kKeyBytes + static_cast<size_t>(TILES) * kQTileBytes +
-           static_cast<size_t>(kStages) * kScaleBytes;
+    return 1024 + static_cast<size_t>(STAGES) * kKeyBytes + static_cast<size_t>(TILES) * kQTileBytes +
+           static_cast<size_t>(STAGES) * kScaleBytes + (WSMEM ? static_cast<size_t>(TILES) * kTileHeads * 4 : 0);
 }
 
-template <int TILES>
-__global__ void __launch_bounds__(kThreads, 1) fp8_kernel(stream_args a)
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nWAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra WAIT;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+
+// Queues the cursor's page by TMA: its 64 key rows (rows 66 * entry .. of the tensor map,
+// swizzled on the way) and its 256 scale bytes (a plain bulk copy), both counted by `bar`.
+__device__ __forceinline__ void tma_page_to(const CUtensorMap *map, const stream_args &a, const page_cursor &c,
+                                            uint32_t keys, uint32_t scales, uint32_t bar)
+{
+    const uint8_t *scale_src = a.cache + static_cast<size_t>(c.entry) * kBlockBytes + kScaleOffset;
+    const int row = c.entry * (kBlockBytes / 128);
+    mbar_expect_tx(bar, kKeyBytes + kScaleBytes);
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(keys),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(0), "r"(row), "r"(bar)
+        : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(scales),
+                 "l"(scale_src), "r"(kScaleBytes), "r"(bar)
+                 : "memory");
+}
+
+template <int TILES, int STAGES, int MINB, bool TMA, bool WSMEM>
+__global__ void __launch_bounds__(kThreads, MINB) fp8_kernel(stream_args a, const __grid_constant__ CUtensorMap map)
 {
     extern __shared__ __align__(16) uint8_t smem_raw[];
     __shared__ long long share, dead_total;
     __shared__ page_cursor start;
+    __shared__ __align__(8) uint64_t full[STAGES];  // TMA: stage s landed
     // wgmma's 128-byte swizzle is a function of the address: the stages start 1024-aligned.
     const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
     uint8_t *const base = smem_raw + ((1024 - (raw & 1023)) & 1023);
     uint8_t *const keys = base;
-    uint8_t *const qtiles = keys + kStages * kKeyBytes;
+    uint8_t *const qtiles = keys + STAGES * kKeyBytes;
     uint8_t *const scales = qtiles + TILES * kQTileBytes;
+    float *const wsm = reinterpret_cast<float *>(scales + STAGES * kScaleBytes);
     const uint32_t keys_s = static_cast<uint32_t>(__cvta_generic_to_shared(keys));
     const uint32_t qtiles_s = static_cast<uint32_t>(__cvta_generic_to_shared(qtiles));
     const uint32_t scales_s = static_cast<uint32_t>(__cvta_generic_to_shared(scales));
+    const uint32_t full_s = static_cast<uint32_t>(__cvta_generic_to_shared(full));
 
+    if (TMA && threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) mbar_init(full_s + 8 * s, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
     const bool vec = a.max_len % 4 == 0;
-    find_share(a, vec, &share, &start, &dead_total);
+    find_share(a, vec, &share, &start, &dead_total);  // ends with a barrier
     const long long count = share;
     dead_cursor dead = dead_begin(a, vec, dead_total);
     const int dead_per_page = static_cast<int>(count > 0 ? (dead.left + count - 1) / count : 0);
@@ -157,18 +224,22 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_kernel(stream_args a)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int group = lane >> 2, quad = lane & 3;
     const int pos_lo = warp * 16 + group, pos_hi = pos_lo + 8;
+    const bool issuer = !TMA || threadIdx.x == 0;
 
     page_cursor fetch = start, cur = start;
-    fetch_load_entry(a, fetch);
-    for (int s = 0; s < kStages - 1; s++) {
-        if (s < count) {
-            prefetch_page_to(a, fetch, keys_s + s * kKeyBytes, scales_s + s * kScaleBytes);
+    if (issuer) fetch_load_entry(a, fetch);
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < count && issuer) {
+            if (TMA)
+                tma_page_to(&map, a, fetch, keys_s + s * kKeyBytes, scales_s + s * kScaleBytes, full_s + 8 * s);
+            else
+                prefetch_page_to(a, fetch, keys_s + s * kKeyBytes, scales_s + s * kScaleBytes);
             fetch_advance(a, fetch);
         }
-        cp_async_commit();
+        if (!TMA) cp_async_commit();
     }
 
-    float w0[TILES][8], w1[TILES][8];  // weights of heads 8j + 2q (+1) of each tile
+    float w0[TILES][8], w1[TILES][8];  // weights of heads 8j + 2q (+1) of each tile (!WSMEM)
     int b_request = -1, ctx = 0;
     // The first k step of a page does not accumulate (scale-d 0): no clearing between pages.
     float acc[TILES][32];
@@ -178,9 +249,14 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_kernel(stream_args a)
         for (int i = 0; i < 32; i++) acc[c][i] = 0.0f;
 
     for (long long it = 0; it < count; it++) {
-        cp_async_wait<kStages - 2>();
-        fence_async_shared();  // this thread's copies, visible to wgmma's async proxy
-        __syncthreads();       // the page landed for every thread; the oldest stage is free
+        const int stage = static_cast<int>(it % STAGES);
+        if (TMA) {
+            mbar_wait(full_s + 8 * stage, static_cast<uint32_t>((it / STAGES) & 1));
+        } else {
+            cp_async_wait<STAGES - 2>();
+            fence_async_shared();  // this thread's copies, visible to wgmma's async proxy
+        }
+        __syncthreads();  // the page landed for every thread; the oldest stage is free
 
         if (cur.request != b_request) {
             // The previous page's wgmma completed (waited below) in every warp before the
@@ -192,18 +268,24 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_kernel(stream_args a)
             for (int c = 0; c < TILES; c++) {
                 const int slot = c / a.groups, h0 = (c % a.groups) * kTileHeads;
                 const float *wr = a.weights + (static_cast<size_t>(cur.request) * a.next_n + slot) * a.heads;
+                if (WSMEM) {
+                    if (threadIdx.x < kTileHeads) {
+                        const int h = h0 + threadIdx.x;
+                        wsm[c * kTileHeads + threadIdx.x] = h < a.heads ? wr[h] : 0.0f;
+                    }
+                } else {
 #pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    const int h = h0 + 8 * j + 2 * quad;
-                    w0[c][j] = h < a.heads ? wr[h] : 0.0f;
-                    w1[c][j] = h + 1 < a.heads ? wr[h + 1] : 0.0f;
+                    for (int j = 0; j < 8; j++) {
+                        const int h = h0 + 8 * j + 2 * quad;
+                        w0[c][j] = h < a.heads ? wr[h] : 0.0f;
+                        w1[c][j] = h + 1 < a.heads ? wr[h + 1] : 0.0f;
+                    }
                 }
             }
             fence_async_shared();
             __syncthreads();
         }
 
-        const int stage = static_cast<int>(it % kStages);
         const uint32_t ka = keys_s + stage * kKeyBytes;
         wgmma_fence();
 #pragma unroll
@@ -213,14 +295,18 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_kernel(stream_args a)
                 wgmma_fp8_64x64x32(acc[c], smem_desc(ka, k), smem_desc(qtiles_s + c * kQTileBytes, k), k > 0);
         wgmma_commit();
 
-        // While the MMAs run: the copy kStages - 1 pages ahead (into the stage the previous
+        // While the MMAs run: the copy STAGES - 1 pages ahead (into the stage the previous
         // page used: its wgmma completed before the barrier) and this page's -inf stores.
-        if (it + kStages - 1 < count) {
-            const int next = static_cast<int>((it + kStages - 1) % kStages);
-            prefetch_page_to(a, fetch, keys_s + next * kKeyBytes, scales_s + next * kScaleBytes);
+        if (it + STAGES - 1 < count && issuer) {
+            const int next = static_cast<int>((it + STAGES - 1) % STAGES);
+            if (TMA)
+                tma_page_to(&map, a, fetch, keys_s + next * kKeyBytes, scales_s + next * kScaleBytes,
+                            full_s + 8 * next);
+            else
+                prefetch_page_to(a, fetch, keys_s + next * kKeyBytes, scales_s + next * kScaleBytes);
             fetch_advance(a, fetch);
         }
-        cp_async_commit();
+        if (!TMA) cp_async_commit();
         for (int k = 0; k < dead_per_page; k++) dead_store(a, vec, dead);
         wgmma_wait();
 #pragma unroll
@@ -238,10 +324,17 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_kernel(stream_args a)
                 if (c / a.groups != slot) continue;
 #pragma unroll
                 for (int j = 0; j < 8; j++) {
-                    s_lo = fmaf(fmaxf(acc[c][4 * j + 1], 0.0f), w1[c][j],
-                                fmaf(fmaxf(acc[c][4 * j], 0.0f), w0[c][j], s_lo));
-                    s_hi = fmaf(fmaxf(acc[c][4 * j + 3], 0.0f), w1[c][j],
-                                fmaf(fmaxf(acc[c][4 * j + 2], 0.0f), w0[c][j], s_hi));
+                    float wa, wb;
+                    if (WSMEM) {
+                        const float2 w = *reinterpret_cast<const float2 *>(wsm + c * kTileHeads + 8 * j + 2 * quad);
+                        wa = w.x;
+                        wb = w.y;
+                    } else {
+                        wa = w0[c][j];
+                        wb = w1[c][j];
+                    }
+                    s_lo = fmaf(fmaxf(acc[c][4 * j + 1], 0.0f), wb, fmaf(fmaxf(acc[c][4 * j], 0.0f), wa, s_lo));
+                    s_hi = fmaf(fmaxf(acc[c][4 * j + 3], 0.0f), wb, fmaf(fmaxf(acc[c][4 * j + 2], 0.0f), wa, s_hi));
                 }
             }
 #pragma unroll
@@ -259,17 +352,62 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_kernel(stream_args a)
     while (dead.left > 0) dead_store(a, vec, dead);
 }
 
-template <int TILES>
-int launch(const stream_args &k, const attest_indexer_params &p)
+// The cache as a 2-D tensor of num_blocks * 66 rows of 128 bytes, read in boxes of 64 rows
+// (a page's keys) with the 128-byte swizzle. The driver's encoder is found through the
+// runtime once (no link against libcuda); false when it or the encoding fails.
+bool encode_cache_map(const attest_kernel_args *args, CUtensorMap *map)
 {
-    constexpr size_t smem = smem_bytes<TILES>();
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+        void *fn = nullptr;
+        cudaDriverEntryPointQueryResult found;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
+                cudaSuccess ||
+            found != cudaDriverEntryPointSuccess)
+            fn = nullptr;
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    }();
+    if (!encode) return false;
+    const attest_indexer_params &p = *args->u.indexer.params;
+    const cuuint64_t dims[2] = {128, static_cast<cuuint64_t>(p.num_blocks) * (kBlockBytes / 128)};
+    const cuuint64_t strides[1] = {128};
+    const cuuint32_t box[2] = {128, kPage};
+    const cuuint32_t elem[2] = {1, 1};
+    return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t *>(args->u.indexer.cache), dims, strides,
+                  box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <int TILES, int STAGES, int MINB, bool TMA, bool WSMEM>
+int launch(const stream_args &k, const attest_kernel_args *args, bool carveout)
+{
+    const attest_indexer_params &p = *args->u.indexer.params;
+    auto kernel = fp8_kernel<TILES, STAGES, MINB, TMA, WSMEM>;
+    constexpr size_t smem = smem_bytes<TILES, STAGES, WSMEM>();
     // Above 48 KiB a kernel must opt in; a host call, not a stream operation, made once.
-    static const bool opted_in = cudaFuncSetAttribute(fp8_kernel<TILES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                      static_cast<int>(smem)) == cudaSuccess;
+    static const bool opted_in =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) ==
+            cudaSuccess &&
+        (!carveout || cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           cudaSharedmemCarveoutMaxShared) == cudaSuccess);
     if (!opted_in) return 1;
-    const long long blocks = grid_blocks(fp8_kernel<TILES>, kThreads, smem, p);
+    CUtensorMap map;
+    memset(&map, 0, sizeof map);
+    if (TMA && !encode_cache_map(args, &map)) return 1;
+    const long long blocks = grid_blocks(kernel, kThreads, smem, p);
     if (blocks <= 0) return 1;
-    fp8_kernel<TILES><<<static_cast<unsigned>(blocks), kThreads, smem, cudaStreamPerThread>>>(k);
+#ifdef ATTEST_IDX_EXPERIMENT
+    static bool told;
+    if (!told) {
+        cudaFuncAttributes fa;
+        int per_sm = 0;
+        told = cudaFuncGetAttributes(&fa, kernel) == cudaSuccess &&
+               cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem) == cudaSuccess;
+        if (told)
+            fprintf(stderr, "fp8 kernel tiles %d stages %d minb %d tma %d wsmem %d carveout %d: %d regs, %zu local, %zu smem, %d blocks/SM\n",
+                    TILES, STAGES, MINB, TMA, WSMEM, carveout, fa.numRegs, fa.localSizeBytes, smem, per_sm);
+    }
+#endif
+    kernel<<<static_cast<unsigned>(blocks), kThreads, smem, cudaStreamPerThread>>>(k, map);
     return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
 
@@ -283,16 +421,69 @@ int paged_fp8_supports(const attest_kernel_args *args)
     return paged_wgmma_supports(args);  // the same sm_90 check
 }
 
-int paged_fp8_run(const attest_kernel_args *args)
+namespace {
+
+// The configuration at TILES of variant `v`: 0 the delivered one, 1..7 the ones measured
+// against it (ATTEST_IDX_EXPERIMENT builds only; docs/device-runs.md, "TMA"). Delivered: the
+// page by TMA, 3 stages, the weights in shared memory, the largest carveout, and registers
+// for 6 blocks per SM at one B tile (76 registers), 4 at two (113). Four tiles (128 heads,
+// next_n 2) keep the cp.async kernel: not measured with TMA.
+template <int TILES>
+int launch_variant(const stream_args &k, const attest_kernel_args *args, int v)
+{
+    constexpr bool multi = TILES > 1;
+#ifdef ATTEST_IDX_EXPERIMENT
+    switch (v) {
+    case 1:  // cp-async: the kernel before TMA (4 stages, 4 blocks per SM by its registers)
+        return launch<TILES, 4, 1, false, false>(k, args, false);
+    case 2:  // lb5: registers for five blocks per SM, and the carveout
+        if constexpr (multi) return launch<TILES, 4, 1, false, false>(k, args, false);
+        else return launch<TILES, 4, 5, false, false>(k, args, true);
+    case 3:  // tma
+        return launch<TILES, 4, 1, true, false>(k, args, true);
+    case 4:  // tma-lb5
+        if constexpr (multi) return launch<TILES, 4, 1, true, false>(k, args, true);
+        else return launch<TILES, 4, 5, true, false>(k, args, true);
+    case 5:  // tma-lb5-ws
+        if constexpr (multi) return launch<TILES, 4, 4, true, true>(k, args, true);
+        else return launch<TILES, 4, 5, true, true>(k, args, true);
+    case 6:  // tma-s5-lb4-ws
+        if constexpr (multi) return launch<TILES, 5, 3, true, true>(k, args, true);
+        else return launch<TILES, 5, 4, true, true>(k, args, true);
+    case 7:  // lb5-ws
+        if constexpr (multi) return launch<TILES, 4, 4, false, true>(k, args, true);
+        else return launch<TILES, 4, 5, false, true>(k, args, true);
+    }
+#else
+    (void)v;
+#endif
+    if constexpr (multi) return launch<TILES, 3, 4, true, true>(k, args, true);
+    else return launch<TILES, 3, 6, true, true>(k, args, true);
+}
+
+}  // namespace
+
+int paged_fp8_run_variant(const attest_kernel_args *args, int variant)
 {
     const attest_indexer_params &p = *args->u.indexer.params;
     if (p.b <= 0 || p.max_len <= 0) return 0;
     const stream_args k = make_args(args, kTileHeads);
     switch (p.next_n * k.groups) {
-    case 1: return launch<1>(k, p);
-    case 2: return launch<2>(k, p);
-    case 3: return launch<3>(k, p);
-    case 4: return launch<4>(k, p);
+    case 1: return launch_variant<1>(k, args, variant);
+    case 2: return launch_variant<2>(k, args, variant);
+    case 3: return launch<3, 4, 1, false, false>(k, args, false);
+    case 4: return launch<4, 4, 1, false, false>(k, args, false);
     }
     return 1;
+}
+
+int paged_fp8_run(const attest_kernel_args *args)
+{
+#ifdef ATTEST_IDX_EXPERIMENT
+    // A measured configuration in place of the delivered one, for test_gpu and `attest run`.
+    static const int variant = getenv("ATTEST_FP8_VARIANT") ? atoi(getenv("ATTEST_FP8_VARIANT")) : 0;
+    return paged_fp8_run_variant(args, variant);
+#else
+    return paged_fp8_run_variant(args, 0);
+#endif
 }
