@@ -392,7 +392,8 @@ int launch(const stream_args &k, const attest_kernel_args *args, bool carveout)
     if (!opted_in) return 1;
     CUtensorMap map;
     memset(&map, 0, sizeof map);
-    if (TMA && !encode_cache_map(args, &map)) return 1;
+    // An empty pool has no live page (every entry indexes it): the map is never read.
+    if (TMA && p.num_blocks > 0 && !encode_cache_map(args, &map)) return 1;
     const long long blocks = grid_blocks(kernel, kThreads, smem, p);
     if (blocks <= 0) return 1;
 #ifdef ATTEST_IDX_EXPERIMENT
