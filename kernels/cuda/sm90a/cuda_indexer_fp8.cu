@@ -381,6 +381,9 @@ template <int TILES, int STAGES, int MINB, bool TMA, bool WSMEM>
 int launch(const stream_args &k, const attest_kernel_args *args, bool carveout)
 {
     const attest_indexer_params &p = *args->u.indexer.params;
+    // TMA coordinates are int32: a pool of more than 2^31 128-byte rows goes by cp.async.
+    if constexpr (TMA)
+        if (p.num_blocks > INT32_MAX / (kBlockBytes / 128)) return launch<TILES, 4, 1, false, false>(k, args, false);
     auto kernel = fp8_kernel<TILES, STAGES, MINB, TMA, WSMEM>;
     constexpr size_t smem = smem_bytes<TILES, STAGES, WSMEM>();
     // Above 48 KiB a kernel must opt in; a host call, not a stream operation, made once.
