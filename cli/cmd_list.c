@@ -12,6 +12,7 @@
 #include "attest/policy.h"
 #include "attest/registry.h"
 #include "attest/status.h"
+#include "attest/topk_candidates.h"
 #include "commands.h"
 #include "topk_run.h"
 
@@ -115,9 +116,18 @@ int attest_cmd_list(int argc, char **argv)
 
     /* Resolve first, so a bad --candidate fails before anything is printed. */
     const attest_candidate *loaded[MAX_LOADED];
-    for (int i = 0; i < nspecs; i++)
-        if (attest_candidate_resolve(specs[i], &loaded[i]) != ATTEST_OK)
-            return attest_cli_usage_error(VERB, "%s", attest_last_error());
+    const attest_topk_candidate *loaded_topk[MAX_LOADED];
+    for (int i = 0; i < nspecs; i++) {
+        loaded[i] = NULL;
+        loaded_topk[i] = NULL;
+        if (attest_candidate_resolve(specs[i], &loaded[i]) == ATTEST_OK) continue;
+        /* Not one of the attest_kernel families: perhaps a top-k candidate (built in, a
+         * plugin or a process); the first error stands unless that one loads. */
+        char why[512];
+        snprintf(why, sizeof why, "%s", attest_last_error());
+        if (attest_topk_candidate_resolve(specs[i], &loaded_topk[i]) != ATTEST_OK)
+            return attest_cli_usage_error(VERB, "%s", why);
+    }
 
     print_kernels();
     if (print_layouts() != 0) return ATTEST_EXIT_USAGE;
@@ -128,8 +138,11 @@ int attest_cmd_list(int argc, char **argv)
     size_t n = attest_builtin_candidates(&list);
     for (size_t i = 0; i < n; i++) print_candidate(list[i], NULL);
     for (int i = 0; i < nspecs; i++)
-        if (!attest_builtin_find(specs[i])) print_candidate(loaded[i], specs[i]);
+        if (loaded[i] && !attest_builtin_find(specs[i])) print_candidate(loaded[i], specs[i]);
     attest_topk_print_candidates(CONVENTIONS_WIDTH);
+    for (int i = 0; i < nspecs; i++)
+        if (loaded_topk[i] && !attest_topk_builtin_find(specs[i]))
+            attest_topk_print_candidate(loaded_topk[i], CONVENTIONS_WIDTH);
 
     if (print_policy() != 0) return ATTEST_EXIT_USAGE;
     return ATTEST_EXIT_OK;

@@ -10,6 +10,7 @@
 
 #include "attest/campaign.h"
 #include "attest/clock.h"
+#include "attest/external.h"
 #include "attest/files.h"
 #include "attest/reference_topk.h"
 #include "attest/topk_candidates.h"
@@ -86,6 +87,7 @@ attest_status attest_topk_candidate_resolve(const char *spec, const attest_topk_
                      "top-k candidate: NULL spec");
     *out = attest_topk_builtin_find(spec);
     if (*out) return ATTEST_OK;
+    if (attest_external_is_spec(spec)) return attest_external_topk_load(spec, out);
     if (strchr(spec, ':')) return attest_topk_plugin_load(spec, out);
     return attest_fail(ATTEST_ERR_NOT_FOUND, "no top-k candidate '%s' (attest list)", spec);
 }
@@ -104,22 +106,25 @@ int attest_run_wants_topk(int argc, char **argv)
     return 0;
 }
 
+void attest_topk_print_candidate(const attest_topk_candidate *c, int conventions_width)
+{
+    char conv[96];
+    const uint32_t o = c->outputs;
+    snprintf(conv, sizeof conv, "order=%s,out=%s,short=%s",
+             c->order == ATTEST_TOPK_ORDER_SORTED ? "sorted" : "any",
+             o == (ATTEST_TOPK_OUT_LOGICAL | ATTEST_TOPK_OUT_PHYSICAL) ? "both"
+             : o == ATTEST_TOPK_OUT_LOGICAL                            ? "logical"
+                                                                       : "physical",
+             c->rule == ATTEST_TOPK_SHORT_IDENTITY ? "identity" : "by-score");
+    printf("  %-36s %-10s %-6s %-*s %s\n", c->name, "topk", "host", conventions_width, conv,
+           c->description ? c->description : "");
+}
+
 void attest_topk_print_candidates(int conventions_width)
 {
     const attest_topk_candidate *const *list;
     const size_t n = attest_topk_builtin_candidates(&list);
-    for (size_t i = 0; i < n; i++) {
-        char conv[96];
-        const uint32_t o = list[i]->outputs;
-        snprintf(conv, sizeof conv, "order=%s,out=%s,short=%s",
-                 list[i]->order == ATTEST_TOPK_ORDER_SORTED ? "sorted" : "any",
-                 o == (ATTEST_TOPK_OUT_LOGICAL | ATTEST_TOPK_OUT_PHYSICAL) ? "both"
-                 : o == ATTEST_TOPK_OUT_LOGICAL                            ? "logical"
-                                                                           : "physical",
-                 list[i]->rule == ATTEST_TOPK_SHORT_IDENTITY ? "identity" : "by-score");
-        printf("  %-36s %-10s %-6s %-*s %s\n", list[i]->name, "topk", "host", conventions_width,
-               conv, list[i]->description);
-    }
+    for (size_t i = 0; i < n; i++) attest_topk_print_candidate(list[i], conventions_width);
 }
 
 static void usage(FILE *f)
@@ -132,7 +137,8 @@ static void usage(FILE *f)
           "Exit status: 0 every case passed, 1 a case failed, 2 usage or input error.\n"
           "\n"
           "  --candidate NAME   a top-k candidate (attest list) or path/lib.so:NAME, a plugin\n"
-          "                     exporting attest_plugin_topk_candidates (docs/topk.md)\n"
+          "                     exporting attest_plugin_topk_candidates (docs/topk.md), or\n"
+          "                     py:PATH.py:NAME / exec:CMD ARG..., a process (docs/external-candidates.md)\n"
           "  --cases N          cases to generate (default 100)\n"
           "  --seed S           campaign seed (default 1)\n"
           "  --case-seed X      run exactly one case, drawn from its own seed X (as printed)\n"

@@ -34,6 +34,8 @@ int attest_cmd_run_topk(int argc, char **argv);
 
 /* Prints the built-in top-k candidates as rows of attest list's candidate table. */
 void attest_topk_print_candidates(int conventions_width);
+/* Prints one top-k candidate as such a row. */
+void attest_topk_print_candidate(const attest_topk_candidate *c, int conventions_width);
 
 /* 1 when argv asks attest run for the top-k family (--kernel topk, or a top-k candidate). */
 int attest_run_wants_topk(int argc, char **argv);

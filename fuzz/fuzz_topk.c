@@ -2,7 +2,8 @@
  * (fuzz/inputs_topk.c, shared with `attest fuzz --kernel topk`): the tail picks a generated case
  * and its bounds, the head's 7-byte operations set logits to any bit pattern, copy logits (ties),
  * fill runs with NaN, -inf, +inf, +-0 or huge values, set lengths and swap block-table entries.
- * Candidate: $ATTEST_FUZZ_CANDIDATE (a built-in top-k name or path.so:NAME) or cpu-topk. Every
+ * Candidate: $ATTEST_FUZZ_CANDIDATE (a built-in top-k name, path.so:NAME, py:... or exec:...)
+ * or cpu-topk. Every
  * judged input is a row of $ATTEST_FUZZ_RESULTS when set; $ATTEST_FUZZ_STATS,
  * $ATTEST_FUZZ_RERUNS and $ATTEST_FUZZ_STRUCTURE are read as the kernel targets read them
  * (fuzz_inputs.h); the semantic classes of fuzz_topk_features are libFuzzer's extra counters. Any failing check
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "attest/clock.h"
+#include "attest/external.h"
 #include "attest/reference_topk.h"
 #include "attest/topk.h"
 #include "attest/topk_candidates.h"
@@ -33,7 +35,11 @@ static const attest_topk_candidate *topk_candidate(const char **spec_out)
     spec = getenv(FUZZ_ENV_CANDIDATE);
     if (spec == NULL || *spec == '\0') spec = "cpu-topk";
     cand = attest_topk_builtin_find(spec);
-    if (cand == NULL && (strchr(spec, ':') == NULL || attest_topk_plugin_load(spec, &cand) != ATTEST_OK)) {
+    const attest_status st = cand                           ? ATTEST_OK
+                             : attest_external_is_spec(spec) ? attest_external_topk_load(spec, &cand)
+                             : strchr(spec, ':')             ? attest_topk_plugin_load(spec, &cand)
+                                                             : ATTEST_ERR_NOT_FOUND;
+    if (st != ATTEST_OK || cand == NULL) {
         /* A misconfigured campaign must not look like a clean one. */
         fprintf(stderr, "fuzz_topk: no top-k candidate '%s': %s\n", spec, attest_last_error());
         abort();

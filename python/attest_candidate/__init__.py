@@ -23,15 +23,21 @@ __version__ = "0.1.0"
 #: The control-message version this package speaks (attest refuses any other).
 PROTOCOL = 1
 
-FAMILIES = ("indexer", "mla-decode")
+FAMILIES = ("indexer", "mla-decode", "topk")
 DEVICES = ("host", "cuda")
+#: What a top-k candidate declares (docs/topk.md, "The contract a candidate declares").
+TOPK_ORDERS = ("sorted", "any")
+TOPK_OUTPUTS = ("logical", "physical", "both")
+TOPK_SHORT_ROWS = ("by-score", "identity")
 
 
 class Declaration:
     """What a candidate declares: kernel family, name, conventions and memory domain."""
 
-    def __init__(self, fn, family, name, conventions, device, description, supports):
+    def __init__(self, fn, family, name, conventions, device, description, supports,
+                 topk=None):
         self.fn = fn
+        self.topk = topk or {}
         self.family = family
         self.name = name
         self.conventions = dict(conventions or {})
@@ -42,29 +48,40 @@ class Declaration:
     def hello(self):
         return {"attest": PROTOCOL, "op": "hello", "family": self.family, "name": self.name,
                 "domain": self.device, "description": self.description,
-                "conventions": self.conventions}
+                "conventions": self.conventions, **self.topk}
 
 
 def candidate(family, name=None, conventions=None, device="host", description="",
-              supports=None):
+              supports=None, order="sorted", outputs="both", short_row="by-score"):
     """Declares a function ``fn(tensors, params)`` as an attest candidate.
 
-    family: "indexer" or "mla-decode". name: what results files record (default: the
+    family: "indexer", "mla-decode" or "topk". name: what results files record (default: the
     function's name). conventions: {"masking": "-inf" | "0.0" | "unspecified"} for an indexer,
     {"lse": "excludes_sink" | "includes_sink"} for mla-decode, and the other keys of
     docs/conventions.md; attest's reference follows them. device: "host" (numpy views) or
     "cuda" (torch tensors on the GPU). supports: optional ``supports(params) -> bool``; False
-    makes the case UNSUPPORTED. The function is returned unchanged, with the declaration in
-    ``fn.__attest__``.
+    makes the case UNSUPPORTED (for "topk", which has no such verdict, a failed "run" check).
+    A "topk" candidate also declares its contract (docs/topk.md): order "sorted" (scores never
+    rise along the slots) or "any"; outputs "logical" (topk_indices), "physical"
+    (topk_physical) or "both"; short_row "by-score" or "identity" (a row no longer than k is
+    0..len-1). The function is returned unchanged, with the declaration in ``fn.__attest__``.
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}, not {family!r}")
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    topk = None
+    if family == "topk":
+        for what, value, allowed in (("order", order, TOPK_ORDERS),
+                                     ("outputs", outputs, TOPK_OUTPUTS),
+                                     ("short_row", short_row, TOPK_SHORT_ROWS)):
+            if value not in allowed:
+                raise ValueError(f"{what} must be one of {allowed}, not {value!r}")
+        topk = {"order": order, "outputs": outputs, "short_row": short_row}
 
     def wrap(fn):
         fn.__attest__ = Declaration(fn, family, name or fn.__name__, conventions, device,
-                                    description, supports)
+                                    description, supports, topk)
         return fn
 
     return wrap

@@ -17,6 +17,7 @@
 
 #include "attest/candidate.h"
 #include "attest/status.h"
+#include "attest/topk.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +40,18 @@ attest_status attest_external_load(const char *spec, const attest_candidate **ou
  * any other candidate. The runner sees every external candidate as host memory: a "cuda"
  * candidate's process moves the case to the GPU itself. */
 const char *attest_external_domain(const attest_candidate *cand);
+
+/* Loads an external top-k candidate (a process declaring the "topk" family with its contract:
+ * order, outputs, short-row rule; docs/topk.md). Errors as attest_external_load; a process
+ * declaring another family is ATTEST_ERR_FORMAT. attest_topk_run drives it: the process is
+ * started on the first run in the calling process (again after a fork), gets each run's
+ * inputs, poisoned outputs and canaries in the shared region, and a fault (exception, exit,
+ * signal, hang, protocol error, outputs of the wrong shape) is a finding of the run. */
+attest_status attest_external_topk_load(const char *spec, const attest_topk_candidate **out)
+    ATTEST_MUST_CHECK;
+
+/* Returns 1 when cand was loaded by attest_external_topk_load, else 0. */
+int attest_external_topk_is(const attest_topk_candidate *cand);
 
 #ifdef __cplusplus
 }

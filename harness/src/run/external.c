@@ -16,27 +16,8 @@
 #include "attest/conventions.h"
 #include "attest/layout.h"
 #include "execute.h"
+#include "external_def.h"
 #include "external_proc.h"
-
-#define EXT_MAX_ARGS 32
-#define EXT_OUTPUT_LIMIT ((size_t)1 << 20)  /* trim the output file past 1 MiB */
-#define EXT_START_TIMEOUT_S 120.0           /* load: importing torch and triton can be slow */
-#define EXT_STOP_GRACE_S 2.0
-#define EXT_FAULTS_PRINTED 3                /* faults whose output tail goes to stderr */
-#define EXT_START_RETRIES 3                 /* consecutive start failures before giving up */
-
-typedef struct external_def {
-    attest_candidate cand;                  /* first: run() finds the definition from it */
-    char spec[1024];
-    char name[64];
-    char description[200];
-    char domain[8];                         /* "host" or "cuda", as declared */
-    char *argv[EXT_MAX_ARGS + 1];
-    char args[1024];                        /* storage of argv's strings */
-    char *env[6];
-    char env_store[4][4200];
-    struct external_def *next;              /* every loaded candidate, see `loaded` */
-} external_def;
 
 /* Loaded candidates live for the rest of the process, as plugins do; the list keeps them
  * reachable (and leak checkers quiet). Loading happens on one thread, before cases run. */
@@ -190,15 +171,7 @@ static attest_status parse_spec(external_def *d, const char *spec)
 
 /* --- messages ------------------------------------------------------------------------------ */
 
-typedef struct strbuf {
-    char *p;
-    size_t used, cap;
-    int overflow;
-} strbuf;
-
-static void sb_add(strbuf *b, const char *fmt, ...) ATTEST_PRINTF(2, 3);
-
-static void sb_add(strbuf *b, const char *fmt, ...)
+void ext_sb_add(ext_strbuf *b, const char *fmt, ...)
 {
     if (b->overflow) return;
     va_list ap;
@@ -212,18 +185,18 @@ static void sb_add(strbuf *b, const char *fmt, ...)
     b->used += (size_t)w;
 }
 
-static void params_json(strbuf *b, const attest_case *c)
+static void params_json(ext_strbuf *b, const attest_case *c)
 {
     if (c->kernel == ATTEST_KERNEL_INDEXER) {
         const attest_indexer_params *p = &c->params.indexer;
-        sb_add(b,
+        ext_sb_add(b,
                "{\"b\":%d,\"next_n\":%d,\"heads\":%d,\"head_dim\":%d,\"num_blocks\":%d,"
                "\"blocks_per_req\":%d,\"max_len\":%d,\"topk\":%d,\"topk_rule\":%d}",
                p->b, p->next_n, p->heads, p->head_dim, p->num_blocks, p->blocks_per_req,
                p->max_len, p->topk, (int)p->topk_rule);
     } else {
         const attest_mla_params *p = &c->params.mla;
-        sb_add(b,
+        ext_sb_add(b,
                "{\"layout\":\"%s\",\"page_size\":%d,\"page_stride\":%" PRId64
                ",\"num_pages\":%d,\"b\":%d,\"s_q\":%d,\"h_q\":%d,\"d_qk\":%d,\"d_v\":%d,"
                "\"topk\":%d,\"sm_scale\":%.9g,\"has_topk_length\":%d,\"has_sink\":%d,"
@@ -237,27 +210,26 @@ static void params_json(strbuf *b, const attest_case *c)
 }
 
 /* The tensor table, offsets relative to the region start. */
-static void tensors_json(strbuf *b, const attest_case *c, const uint8_t *region)
+static void tensors_json(ext_strbuf *b, const attest_case *c, const uint8_t *region)
 {
-    sb_add(b, "[");
+    ext_sb_add(b, "[");
     int first = 1;
     for (size_t i = 0; i < c->num_tensors; i++) {
         const attest_tensor *t = &c->tensors[i];
         if (t->role == ATTEST_ROLE_TRUTH || t->data == NULL) continue;
-        sb_add(b, "%s{\"name\":\"%s\",\"dtype\":\"%s\",\"role\":\"%s\",\"offset\":%zu,"
+        ext_sb_add(b, "%s{\"name\":\"%s\",\"dtype\":\"%s\",\"role\":\"%s\",\"offset\":%zu,"
                   "\"nbytes\":%zu,\"shape\":[",
                first ? "" : ",", t->name, attest_dtype_name(t->dtype),
                t->role == ATTEST_ROLE_INPUT ? "input" : "output",
                (size_t)((const uint8_t *)t->data - region), t->nbytes);
-        for (int d = 0; d < t->rank; d++) sb_add(b, "%s%" PRId64, d ? "," : "", t->shape[d]);
-        sb_add(b, "]}");
+        for (int d = 0; d < t->rank; d++) ext_sb_add(b, "%s%" PRId64, d ? "," : "", t->shape[d]);
+        ext_sb_add(b, "]}");
         first = 0;
     }
-    sb_add(b, "]");
+    ext_sb_add(b, "]");
 }
 
-/* FNV-1a: names the tensor table, so the process can reuse its views of an unchanged one. */
-static uint64_t layout_key(const char *s, size_t n, size_t region_bytes)
+uint64_t ext_layout_key(const char *s, size_t n, size_t region_bytes)
 {
     uint64_t h = 0xcbf29ce484222325ull ^ region_bytes;
     for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
@@ -266,10 +238,37 @@ static uint64_t layout_key(const char *s, size_t n, size_t region_bytes)
 
 /* --- the declaration ----------------------------------------------------------------------- */
 
-static const char *json_str(json_t *o, const char *key)
+const char *ext_json_str(json_t *o, const char *key)
 {
     json_t *v = json_object_get(o, key);
     return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* The contract a top-k process declares (docs/topk.md): "order" sorted|any, "outputs"
+ * logical|physical|both, "short_row" by-score|identity; each is required, as a C candidate's
+ * fields are, so a contract is never assumed. */
+static attest_status parse_topk_contract(json_t *o, attest_topk_candidate *tk)
+{
+    const char *order = ext_json_str(o, "order"), *outputs = ext_json_str(o, "outputs");
+    const char *rule = ext_json_str(o, "short_row");
+    if (order && strcmp(order, "sorted") == 0) tk->order = ATTEST_TOPK_ORDER_SORTED;
+    else if (order && strcmp(order, "any") == 0) tk->order = ATTEST_TOPK_ORDER_ANY;
+    else
+        return attest_fail(ATTEST_ERR_FORMAT, "it declares order '%s' (sorted or any)",
+                           order ? order : "(none)");
+    if (outputs && strcmp(outputs, "logical") == 0) tk->outputs = ATTEST_TOPK_OUT_LOGICAL;
+    else if (outputs && strcmp(outputs, "physical") == 0) tk->outputs = ATTEST_TOPK_OUT_PHYSICAL;
+    else if (outputs && strcmp(outputs, "both") == 0)
+        tk->outputs = ATTEST_TOPK_OUT_LOGICAL | ATTEST_TOPK_OUT_PHYSICAL;
+    else
+        return attest_fail(ATTEST_ERR_FORMAT, "it declares outputs '%s' (logical, physical or "
+                           "both)", outputs ? outputs : "(none)");
+    if (rule && strcmp(rule, "by-score") == 0) tk->rule = ATTEST_TOPK_BY_SCORE;
+    else if (rule && strcmp(rule, "identity") == 0) tk->rule = ATTEST_TOPK_SHORT_IDENTITY;
+    else
+        return attest_fail(ATTEST_ERR_FORMAT, "it declares short_row '%s' (by-score or identity)",
+                           rule ? rule : "(none)");
+    return ATTEST_OK;
 }
 
 /* Reads a hello line into d (at load) or checks it against d (later starts). */
@@ -280,10 +279,10 @@ static attest_status parse_hello(external_def *d, const char *line, int check_on
     ATTEST_RETURN_IF(o == NULL || !json_is_object(o), ATTEST_ERR_FORMAT,
                      "its first message is not the protocol's hello: '%.60s'", line);
     attest_status st = ATTEST_OK;
-    const char *op = json_str(o, "op");
+    const char *op = ext_json_str(o, "op");
     json_t *version = json_object_get(o, "attest");
     if (op && strcmp(op, "fatal") == 0) {
-        const char *kind = json_str(o, "kind"), *msg = json_str(o, "message");
+        const char *kind = ext_json_str(o, "kind"), *msg = ext_json_str(o, "message");
         st = attest_fail(kind && strcmp(kind, "not_found") == 0 ? ATTEST_ERR_NOT_FOUND
                                                                  : ATTEST_ERR_FORMAT,
                          "%s", msg ? msg : "the process reported a fatal error");
@@ -300,13 +299,26 @@ static attest_status parse_hello(external_def *d, const char *line, int check_on
                          json_integer_value(version), ATTEST_EXTERNAL_PROTOCOL);
         goto done;
     }
-    const char *family = json_str(o, "family"), *name = json_str(o, "name");
-    const char *domain = json_str(o, "domain"), *desc = json_str(o, "description");
-    attest_kernel kernel;
-    if (!family || attest_kernel_from_name(family, &kernel) != ATTEST_OK) {
-        st = attest_fail(ATTEST_ERR_FORMAT, "it declares an unknown kernel family '%s' (indexer "
-                         "or mla-decode)", family ? family : "(none)");
+    const char *family = ext_json_str(o, "family"), *name = ext_json_str(o, "name");
+    const char *domain = ext_json_str(o, "domain"), *desc = ext_json_str(o, "description");
+    attest_kernel kernel = ATTEST_KERNEL_INDEXER;
+    const int topk = family && strcmp(family, "topk") == 0;
+    if (!family || (!topk && attest_kernel_from_name(family, &kernel) != ATTEST_OK)) {
+        st = attest_fail(ATTEST_ERR_FORMAT, "it declares an unknown kernel family '%s' (indexer, "
+                         "mla-decode or topk)", family ? family : "(none)");
         goto done;
+    }
+    if (topk != d->is_topk) {
+        st = attest_fail(ATTEST_ERR_FORMAT, topk ? "it declares the topk family: run it with "
+                         "--kernel topk" : "it declares the %s family, not topk (run it without "
+                         "--kernel topk)", family);
+        goto done;
+    }
+    attest_topk_candidate tk;
+    memset(&tk, 0, sizeof tk);
+    if (topk) {
+        st = parse_topk_contract(o, &tk);
+        if (st != ATTEST_OK) goto done;
     }
     if (!domain || (strcmp(domain, "host") != 0 && strcmp(domain, "cuda") != 0)) {
         st = attest_fail(ATTEST_ERR_FORMAT, "it declares an unknown memory domain '%s' (host or "
@@ -338,7 +350,8 @@ static attest_status parse_hello(external_def *d, const char *line, int check_on
     if (check_only) {
         if (kernel != d->cand.kernel || strcmp(name, d->name) != 0 ||
             memcmp(&conv, &d->cand.conventions, sizeof conv) != 0 ||
-            strcmp(domain, d->domain) != 0)
+            strcmp(domain, d->domain) != 0 || tk.order != d->topk.order ||
+            tk.outputs != d->topk.outputs || tk.rule != d->topk.rule)
             st = attest_fail(ATTEST_ERR_FORMAT, "its declaration changed since it was loaded");
         goto done;
     }
@@ -349,6 +362,9 @@ static attest_status parse_hello(external_def *d, const char *line, int check_on
              domain);
     d->cand.kernel = kernel;
     d->cand.conventions = conv;
+    d->topk.order = tk.order;
+    d->topk.outputs = tk.outputs;
+    d->topk.rule = tk.rule;
 done:
     json_decref(o);
     return st;
@@ -385,7 +401,12 @@ static attest_status start_process(external_def *d, ext_proc *p, double deadline
     return attest_fail(ATTEST_ERR_CHILD, "%s%s%s", why, tail[0] ? ": " : "", tail);
 }
 
-attest_status attest_external_load(const char *spec, const attest_candidate **out)
+attest_status ext_def_start(external_def *d, ext_proc *p, double deadline)
+{
+    return start_process(d, p, deadline, 1);
+}
+
+attest_status ext_def_load(const char *spec, int topk, external_def **out)
 {
     ATTEST_RETURN_IF(spec == NULL || out == NULL, ATTEST_ERR_INVALID_ARGUMENT,
                      "external: spec and out must not be NULL");
@@ -394,6 +415,7 @@ attest_status attest_external_load(const char *spec, const attest_candidate **ou
                      "'%s' is not an external candidate (py:PATH.py:NAME or exec:COMMAND)", spec);
     external_def *d = calloc(1, sizeof *d);
     ATTEST_RETURN_IF(d == NULL, ATTEST_ERR_OUT_OF_MEMORY, "external: out of memory");
+    d->is_topk = topk;
     attest_status st = parse_spec(d, spec);
     if (st != ATTEST_OK) {
         free(d);
@@ -414,6 +436,18 @@ attest_status attest_external_load(const char *spec, const attest_candidate **ou
         free(d);
         return attest_fail(st, "candidate '%s': %s", spec, why);
     }
+    d->next = loaded;
+    loaded = d;
+    *out = d; /* lives for the rest of the process, as a plugin does */
+    return ATTEST_OK;
+}
+
+attest_status attest_external_load(const char *spec, const attest_candidate **out)
+{
+    ATTEST_RETURN_IF(out == NULL, ATTEST_ERR_INVALID_ARGUMENT, "external: out must not be NULL");
+    *out = NULL;
+    external_def *d = NULL;
+    ATTEST_FORWARD(ext_def_load(spec, 0, &d));
     d->cand.abi_version = ATTEST_CANDIDATE_ABI_VERSION;
     d->cand.struct_size = sizeof d->cand;
     d->cand.name = d->name;
@@ -422,14 +456,8 @@ attest_status attest_external_load(const char *spec, const attest_candidate **ou
     d->cand.init = external_init;
     d->cand.fini = external_fini;
     d->cand.run = external_run;
-    st = attest_candidate_validate(&d->cand);
-    if (st != ATTEST_OK) {
-        free(d);
-        return st;
-    }
-    d->next = loaded;
-    loaded = d;
-    *out = &d->cand; /* lives for the rest of the process, as a plugin does */
+    ATTEST_FORWARD(attest_candidate_validate(&d->cand));
+    *out = &d->cand;
     return ATTEST_OK;
 }
 
@@ -459,26 +487,31 @@ static void external_fini(void *ctx)
     free(s);
 }
 
+void ext_def_fault_line(const external_def *d, ext_proc *p, int *printed, const char *what,
+                        char *buf, size_t cap)
+{
+    char tail[200];
+    ext_proc_output_tail(p, 3, tail, sizeof tail);
+    /* Clipped when long: the verdict's line has room for the start of the output tail. */
+    if (snprintf(buf, cap, "%s%s%s", what, tail[0] ? "; output: " : "", tail) >= (int)cap)
+        buf[cap - 1] = '\0';
+    /* The full tail on stderr for the first few faults; a campaign of crashes stays readable. */
+    if (*printed < EXT_FAULTS_PRINTED) {
+        char who[160];
+        snprintf(who, sizeof who, "candidate %s (pid %d)%s", d->name, (int)p->last_pid,
+                 ++*printed == EXT_FAULTS_PRINTED ? ", printed for its first faults only" : "");
+        ext_proc_print_tail(p, who, 12);
+    }
+    ext_proc_stop(p, 0.0);
+}
+
 /* Ends the run with a verdict-deciding outcome; the process is killed so the next case starts a
  * fresh one, and the last lines of its output are quoted and printed. */
 static int fault(external_state *s, exec_run_info *info, exec_outcome outcome, const char *what)
 {
-    char tail[200];
-    ext_proc_output_tail(&s->proc, 3, tail, sizeof tail);
-    /* Clipped when long: the verdict's line has room for the start of the output tail. */
-    if (snprintf(info->message, sizeof info->message, "%s%s%s", what, tail[0] ? "; output: " : "",
-                 tail) >= (int)sizeof info->message)
-        info->message[sizeof info->message - 1] = '\0';
+    ext_def_fault_line(s->def, &s->proc, &s->faults_printed, what, info->message,
+                       sizeof info->message);
     info->outcome = outcome;
-    /* The full tail on stderr for the first few faults; a campaign of crashes stays readable. */
-    if (s->faults_printed < EXT_FAULTS_PRINTED) {
-        char who[160];
-        snprintf(who, sizeof who, "candidate %s (pid %d)%s", s->def->name, (int)s->proc.last_pid,
-                 ++s->faults_printed == EXT_FAULTS_PRINTED ? ", printed for its first faults only"
-                                                           : "");
-        ext_proc_print_tail(&s->proc, who, 12);
-    }
-    ext_proc_stop(&s->proc, 0.0);
     return -1;
 }
 
@@ -497,7 +530,7 @@ static int handle_reply(external_state *s, exec_run_info *info, const char *line
     json_error_t err;
     json_t *o = json_loads(line, 0, &err);
     char what[200];
-    const char *op = o ? json_str(o, "op") : NULL;
+    const char *op = o ? ext_json_str(o, "op") : NULL;
     json_t *seq = o ? json_object_get(o, "case") : NULL;
     if (!op || !json_is_integer(seq) || (uint64_t)json_integer_value(seq) != s->sequence) {
         snprintf(what, sizeof what, "garbage on the control channel: '%.48s'", line);
@@ -505,7 +538,7 @@ static int handle_reply(external_state *s, exec_run_info *info, const char *line
         return fault(s, info, EXEC_HARNESS_ERROR, what);
     }
     int rc = 0;
-    const char *msg = json_str(o, "message");
+    const char *msg = ext_json_str(o, "message");
     if (strcmp(op, "done") == 0) {
         memcpy(info->region, s->proc.shm, info->region_bytes);
     } else if (strcmp(op, "unsupported") == 0) {
@@ -514,7 +547,7 @@ static int handle_reply(external_state *s, exec_run_info *info, const char *line
                  msg ? ": " : "", msg ? msg : "");
         rc = -1;
     } else if (strcmp(op, "error") == 0) {
-        const char *kind = json_str(o, "kind");
+        const char *kind = ext_json_str(o, "kind");
         if (kind && strcmp(kind, "output") == 0) {
             snprintf(what, sizeof what, "the candidate's outputs cannot be taken: %s",
                      msg ? msg : "?");
@@ -582,7 +615,7 @@ static int external_run(void *ctx, const attest_kernel_args *args)
                      EXT_START_RETRIES, s->start_error);
             return -1;
         }
-        attest_status st = start_process((external_def *)d, &s->proc, deadline, 1);
+        attest_status st = ext_def_start((external_def *)d, &s->proc, deadline);
         if (st != ATTEST_OK) {
             s->start_failures++;
             snprintf(s->start_error, sizeof s->start_error, "%s", attest_last_error());
@@ -611,11 +644,11 @@ static int external_run(void *ctx, const attest_kernel_args *args)
     if (!s->table_valid || memcmp(&sig, &s->table_sig, sizeof sig) != 0) {
         char conv[160];
         attest_conventions_format(&d->cand.conventions, d->cand.kernel, conv, sizeof conv);
-        strbuf tb = {s->table, 0, sizeof s->table, 0};
-        sb_add(&tb, "\"kernel\":\"%s\",\"conventions\":\"%s\",\"params\":",
+        ext_strbuf tb = {s->table, 0, sizeof s->table, 0};
+        ext_sb_add(&tb, "\"kernel\":\"%s\",\"conventions\":\"%s\",\"params\":",
                attest_kernel_name(info->placed->kernel), conv);
         params_json(&tb, info->placed);
-        sb_add(&tb, ",\"tensors\":");
+        ext_sb_add(&tb, ",\"tensors\":");
         tensors_json(&tb, info->placed, info->region);
         if (tb.overflow) {
             info->outcome = EXEC_HARNESS_ERROR;
@@ -623,18 +656,18 @@ static int external_run(void *ctx, const attest_kernel_args *args)
             return -1;
         }
         s->table_len = tb.used;
-        s->table_key = layout_key(s->table, tb.used, info->region_bytes);
+        s->table_key = ext_layout_key(s->table, tb.used, info->region_bytes);
         s->table_sig = sig;
         s->table_valid = 1;
     }
     const uint64_t key = s->table_key;
-    strbuf mb = {msg, 0, sizeof msg, 0};
+    ext_strbuf mb = {msg, 0, sizeof msg, 0};
     s->sequence++;
-    sb_add(&mb, "{\"op\":\"run\",\"case\":%" PRIu64 ",\"size\":%zu,\"map\":%zu,"
+    ext_sb_add(&mb, "{\"op\":\"run\",\"case\":%" PRIu64 ",\"size\":%zu,\"map\":%zu,"
                 "\"layout\":\"%016" PRIx64 "\",\"check_supports\":%d",
            s->sequence, info->region_bytes, s->proc.shm_cap, key, info->check_supports);
-    if (key != s->sent_key || s->sent_pid != s->proc.pid) sb_add(&mb, ",%s", s->table);
-    sb_add(&mb, "}");
+    if (key != s->sent_key || s->sent_pid != s->proc.pid) ext_sb_add(&mb, ",%s", s->table);
+    ext_sb_add(&mb, "}");
     if (mb.overflow) {
         info->outcome = EXEC_HARNESS_ERROR;
         snprintf(info->message, sizeof info->message, "external: the run message overflowed");

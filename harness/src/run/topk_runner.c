@@ -12,7 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "attest/external.h"
 #include "child_probe.h"
+#include "external_def.h"
 
 #define CANARY_BYTES 64
 #define CANARY_BYTE 0xA5
@@ -154,6 +156,8 @@ attest_status attest_topk_run(const attest_topk_candidate *cand, const attest_to
                      ATTEST_ERR_INVALID_ARGUMENT, "topk run: no buffer for a declared output");
     ATTEST_RETURN_IF(o->reruns < 1 || !(o->timeout_seconds > 0), ATTEST_ERR_INVALID_ARGUMENT,
                      "topk run: reruns %d, timeout %g", o->reruns, o->timeout_seconds);
+    /* An external candidate runs in a process of its own already: the bridge is its isolation. */
+    if (attest_external_topk_is(cand)) return ext_topk_run(cand, c, o, idx, phys, res);
     memset(res, 0, sizeof *res);
     const size_t out_bytes = (size_t)attest_topk_rows(&c->p) * (size_t)c->p.k * sizeof(int32_t);
     fenced *f = calloc((size_t)o->reruns, sizeof *f);
