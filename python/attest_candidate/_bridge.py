@@ -5,6 +5,7 @@ case's data region lives in the shared file ATTEST_SHM_FD, which attest grows an
 ("map": its size). Tensors are views into it, rebuilt only when the tensor table ("layout")
 changes.
 """
+import ctypes
 import json
 import mmap
 import os
@@ -64,6 +65,19 @@ class Channel:
         return json.loads(line) if line else None
 
 
+_PROT_NONE, _PROT_RW = 0, 3
+_libc = None
+
+
+def _mprotect(addr, length, prot):
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    if _libc.mprotect(addr, length, prot) != 0:
+        raise OSError(ctypes.get_errno(), f"mprotect({addr:#x}, {length}) failed")
+
+
 class HostViews:
     """numpy views of the shared region, cached per tensor table."""
 
@@ -74,14 +88,40 @@ class HostViews:
         self.base = None
         self.cache_key = None
         self.cached = None
+        self.protected = []
 
     def region(self, msg):
+        self.unprotect()
         if msg["map"] != self.map_size:
             self.map = mmap.mmap(self.shm_fd, msg["map"])
             self.map_size = msg["map"]
             self.base = np.frombuffer(self.map, dtype=np.uint8)
             self.cache_key = None
+        self.protect(msg.get("unplaced", ()))
         return self.base[:msg["size"]]
+
+    def protect(self, ranges):
+        """A sparse pool's case (past 2^31 bytes): the region is gigabytes of which attest
+        placed only the pages the case reaches; the rest ("unplaced", [offset, length] pairs)
+        is made inaccessible for the run, as the arena is for a C candidate, so a kernel that
+        reads there (a 32-bit offset that wrapped) dies of SIGSEGV: a CRASH, not a quiet read
+        of zeros. Whole OS pages inside each range only."""
+        if not ranges:
+            return
+        page = mmap.PAGESIZE
+        addr = self.base.ctypes.data
+        for offset, length in ranges:
+            lo = -(-offset // page) * page
+            hi = (offset + length) // page * page
+            if hi > lo:
+                _mprotect(addr + lo, hi - lo, _PROT_NONE)
+                self.protected.append((lo, hi - lo))
+
+    def unprotect(self):
+        addr = self.base.ctypes.data if self.base is not None else 0
+        for lo, length in self.protected:
+            _mprotect(addr + lo, length, _PROT_RW)
+        self.protected = []
 
     def tensors(self, table):
         """Views of the tensors of a table (the region mapped by region())."""
@@ -179,6 +219,13 @@ def serve_declared(decl, channel=None):
             p = table.params
             if msg["check_supports"] and decl.supports is not None and not decl.supports(p):
                 channel.send({"op": "unsupported", "case": case})
+                continue
+            if device is not None and "unplaced" in msg:
+                # Staging copies the whole region to the GPU: gigabytes here, and it would
+                # read the unplaced pages.
+                channel.send({"op": "unsupported", "case": case,
+                              "message": "device='cuda' does not stage a sparse pool (past 2^31 "
+                              "bytes)"})
                 continue
             host.region(msg)
             if device is None:

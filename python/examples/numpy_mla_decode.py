@@ -2,6 +2,8 @@
 
     attest run --candidate py:python/examples/numpy_mla_decode.py:mla_decode --cases 200
     attest run --candidate py:python/examples/numpy_mla_decode.py:mla_decode_log2_lse  # fails
+    attest run --candidate py:python/examples/numpy_mla_decode.py:mla_decode_int32_offsets \
+        --high-pools 1000                      # fails: every case's pool moved past 2^31 bytes
 
 Each query attends over the valid slots of its top-k list (index != -1, slot < topk_length)
 and, when the case has one, of the extra scope's list, in one softmax of sm_scale * q . K in
@@ -17,10 +19,13 @@ import attest_candidate as ac
 from attest_candidate.numerics import E4M3FN, UE8M0, bf16_to_f32, f32_to_bf16
 
 
-def dequant(cache, layout, page_size, stride, idx):
-    """K rows of physical tokens idx (int64 array) as float32 [len(idx), k_dim]."""
+def dequant(cache, layout, page_size, stride, idx, int32_offsets=False):
+    """K rows of physical tokens idx (int64 array) as float32 [len(idx), k_dim]. int32_offsets:
+    the page's byte offset wraps in 32 bits, as in a kernel that multiplies int32 indices."""
     page, slot = idx // page_size, idx % page_size
     base = page * stride
+    if int32_offsets:
+        base = base.astype(np.int32).astype(np.int64)
     if layout == "mla-v4":
         rec = cache[(base + slot * 576)[:, None] + np.arange(576)]
         sc = UE8M0[cache[(base + 576 * page_size + slot * 8)[:, None] + np.arange(7)]]
@@ -44,7 +49,7 @@ def valid_slots(indices, length, ends_list=False):
     return indices[(slots < length) & (indices != -1)].astype(np.int64)
 
 
-def compute(t, p, log2_lse=False, lonely_lse=np.inf, ends_list=False):
+def compute(t, p, log2_lse=False, lonely_lse=np.inf, ends_list=False, int32_offsets=False):
     """lonely_lse: the LSE of a query with no valid slot (declare lonely_lse to match)."""
     q = bf16_to_f32(t["q_bf16"])                 # [b, s_q, h, d_qk]
     out, lse = t["out_bf16"], t["lse"]
@@ -56,11 +61,12 @@ def compute(t, p, log2_lse=False, lonely_lse=np.inf, ends_list=False):
                        if p.has_extra_topk_length else p.extra_topk)
         for s in range(p.s_q):
             keys = [dequant(t["cache_bytes"], p.layout, p.page_size, p.page_stride,
-                            valid_slots(t["indices"][b, s], n_main, ends_list))]
+                            valid_slots(t["indices"][b, s], n_main, ends_list), int32_offsets)]
             if p.has_extra:
                 keys.append(dequant(t["extra_cache_bytes"], p.layout, p.extra_page_size,
                                     p.extra_page_stride,
-                                    valid_slots(t["extra_indices"][b, s], n_extra, ends_list)))
+                                    valid_slots(t["extra_indices"][b, s], n_extra, ends_list),
+                                    int32_offsets))
             k = np.concatenate(keys, axis=0)
             if k.shape[0] == 0:
                 out[b, s] = 0
@@ -89,3 +95,10 @@ def mla_decode(t, p):
               description="BROKEN: returns the LSE in base 2")
 def mla_decode_log2_lse(t, p):
     compute(t, p, log2_lse=True)
+
+
+@ac.candidate(family="mla-decode", name="numpy-mla-decode-int32-offsets",
+              conventions={"lse": "excludes_sink"},
+              description="BROKEN: page byte offsets in 32 bits (wrap past 2^31 bytes)")
+def mla_decode_int32_offsets(t, p):
+    compute(t, p, int32_offsets=True)

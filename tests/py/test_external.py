@@ -87,6 +87,19 @@ def main():
                        "--cases", "20")
     check(rc == 0, f"--no-isolate: exit {rc}\n{out}{err}")
 
+    # 1b. Pools moved past 2^31 bytes, held sparsely (--high-pools 1000: every case): the
+    # process maps the region sparsely with only the placed pages accessible, so the correct
+    # kernels pass and one whose page offsets wrap in 32 bits dies on an unplaced page.
+    for spec in (f"py:{EX}/numpy_indexer.py:indexer", f"py:{EX}/numpy_mla_decode.py:mla_decode"):
+        rc, out, err = run("run", "--candidate", spec, "--cases", "8", "--seed", "3",
+                           "--high-pools", "1000", "--timeout", "60")
+        check(rc == 0 and verdicts(out) == {"OK": 8}, f"{spec} on moved pools: exit {rc}, "
+              f"verdicts {verdicts(out)}\n{out}{err}")
+    rc, out, err = run("run", "--candidate", f"py:{EX}/numpy_mla_decode.py:mla_decode_int32_offsets",
+                       "--cases", "3", "--seed", "3", "--high-pools", "1000", "--timeout", "60")
+    check(rc == 1 and verdicts(out) == {"CRASH": 3} and "killed by SIGSEGV" in out,
+          f"int32 offsets on moved pools: exit {rc}, verdicts {verdicts(out)}\n{out}")
+
     # 2. Integrity checks apply unchanged across the bridge.
     for name, verdict, text in (
             ("clamps_table", "INPUT_MODIFIED", "input 'block_table' modified"),

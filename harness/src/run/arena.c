@@ -247,6 +247,53 @@ int arena_protect_sparse(const arena_control *ctl, int protect)
     return rc ? -1 : 0;
 }
 
+int arena_for_each_placed(const arena_control *ctl, int (*fn)(void *ctx, uint64_t at, uint64_t len),
+                          void *ctx)
+{
+    uint64_t cursor = ctl->data_begin;
+    int rc = 0;
+#define PLACED(at, len)                                                                            \
+    do {                                                                                           \
+        if ((len) > 0 && rc == 0) rc = fn(ctx, (at), (len));                                      \
+    } while (0)
+    for (uint32_t i = 0; i < ctl->num_sparse && i < ARENA_MAX_SPARSE && rc == 0; i++) {
+        const arena_sparse *sp = &ctl->sparse[i];
+        PLACED(cursor, sp->guard - cursor);
+        PLACED(sp->pre_begin, sp->data - sp->pre_begin);
+        for (uint32_t k = 0; k < sp->num_extents && sp->first_extent + k < ARENA_MAX_EXTENTS; k++)
+            PLACED(ctl->extents[sp->first_extent + k].at, ctl->extents[sp->first_extent + k].len);
+        cursor = sp->data + sp->nbytes;
+    }
+    PLACED(cursor, ctl->used - cursor);
+#undef PLACED
+    return rc;
+}
+
+int arena_for_each_unplaced(const arena_control *ctl,
+                            int (*fn)(void *ctx, uint64_t at, uint64_t len), void *ctx)
+{
+    const uint64_t ps = os_page();
+    int rc = 0;
+    for (uint32_t i = 0; i < ctl->num_sparse && i < ARENA_MAX_SPARSE && rc == 0; i++) {
+        const arena_sparse *sp = &ctl->sparse[i];
+        rc = fn(ctx, sp->guard, ARENA_SPARSE_GUARD);
+        /* As arena_protect_sparse: the extents' OS pages stay open, the rest up to
+         * protect_end (the partial last page is never protected). */
+        uint64_t cursor = sp->data;
+        for (uint32_t k = 0; k < sp->num_extents && sp->first_extent + k < ARENA_MAX_EXTENTS &&
+                             rc == 0;
+             k++) {
+            const arena_extent *e = &ctl->extents[sp->first_extent + k];
+            if (e->at >= sp->protect_end) break;
+            if (e->at > cursor) rc = fn(ctx, cursor, e->at - cursor);
+            const uint64_t hi = (e->at + e->len + ps - 1) / ps * ps;
+            if (hi > cursor) cursor = hi;
+        }
+        if (rc == 0 && cursor < sp->protect_end) rc = fn(ctx, cursor, sp->protect_end - cursor);
+    }
+    return rc;
+}
+
 /* Appends text or an unsigned number to buf: no stdio, so a signal handler may call them. */
 static void put_str(char *buf, size_t cap, size_t *at, const char *s)
 {

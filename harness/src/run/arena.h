@@ -133,6 +133,18 @@ int arena_protect_sparse(const arena_control *ctl, int protect);
  * returns 1; 0 when it is elsewhere. Async-signal-safe (the worker's SIGSEGV handler). */
 int arena_describe_fault(const arena_control *ctl, const void *addr, char *msg, size_t cap);
 
+/* Calls fn(ctx, at, len) for every range of the data region [data_begin, used) that holds
+ * placed bytes, in order, at arena offsets: all of it for a dense case; with sparse pools,
+ * everything but their guards and their unplaced pages (what a copy of the case must move).
+ * Returns the first nonzero return of fn, else 0. */
+int arena_for_each_placed(const arena_control *ctl, int (*fn)(void *ctx, uint64_t at, uint64_t len),
+                          void *ctx);
+
+/* Calls fn(ctx, at, len) for every range arena_protect_sparse makes PROT_NONE (each sparse
+ * pool's guard, then its unplaced OS pages), in order, at arena offsets; the same return. */
+int arena_for_each_unplaced(const arena_control *ctl,
+                            int (*fn)(void *ctx, uint64_t at, uint64_t len), void *ctx);
+
 /* The 64-bit checksum of the input bytes: XXH3 (xxHash). */
 uint64_t arena_checksum(const void *data, size_t n);
 

@@ -78,32 +78,27 @@ static int device_prepare(exec_state *s, const attest_device_ops *ops, size_t by
     return 0;
 }
 
+typedef struct region_copy {
+    const attest_device_ops *ops;
+    uint8_t *host, *dev;
+    int to_device;
+} region_copy;
+
+static int copy_range(void *ctx, uint64_t at, uint64_t len)
+{
+    const region_copy *c = ctx;
+    return c->to_device ? c->ops->copy_h2d(c->dev + at, c->host + at, len)
+                        : c->ops->copy_d2h(c->host + at, c->dev + at, len);
+}
+
 /* Copies the arena's data region to or from the device mirror: whole, or, with sparse pools,
  * without their unplaced pages (never written, and PROT_NONE while a candidate runs). */
 static int copy_region(const attest_device_ops *ops, const arena_control *ctl, void *device_base,
                        int to_device)
 {
-    uint8_t *host = (uint8_t *)ctl;
-    uint8_t *dev = (uint8_t *)device_base - ctl->data_begin; /* device address of offset 0 */
-    uint64_t cursor = ctl->data_begin;
-    int rc = 0;
-#define COPY(at, len)                                                                              \
-    do {                                                                                           \
-        if ((len) > 0)                                                                             \
-            rc |= to_device ? ops->copy_h2d(dev + (at), host + (at), (len))                       \
-                            : ops->copy_d2h(host + (at), dev + (at), (len));                      \
-    } while (0)
-    for (uint32_t i = 0; i < ctl->num_sparse && i < ARENA_MAX_SPARSE && rc == 0; i++) {
-        const arena_sparse *sp = &ctl->sparse[i];
-        COPY(cursor, sp->guard - cursor);
-        COPY(sp->pre_begin, sp->data - sp->pre_begin);
-        for (uint32_t k = 0; k < sp->num_extents && sp->first_extent + k < ARENA_MAX_EXTENTS; k++)
-            COPY(ctl->extents[sp->first_extent + k].at, ctl->extents[sp->first_extent + k].len);
-        cursor = sp->data + sp->nbytes;
-    }
-    COPY(cursor, ctl->used - cursor);
-#undef COPY
-    return rc ? -1 : 0;
+    /* device address of arena offset 0 */
+    region_copy c = {ops, (uint8_t *)ctl, (uint8_t *)device_base - ctl->data_begin, to_device};
+    return arena_for_each_placed(ctl, copy_range, &c) ? -1 : 0;
 }
 
 /* --- the graph check (attest_runner_options.graph_check) ----------------------------------- */
@@ -284,6 +279,7 @@ void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_r
     info.placed = &local;
     info.region = host_data;
     info.region_bytes = data_bytes;
+    info.control = ctl;
     info.check_supports = req->check_supports;
     if (req->timeout_seconds > 0) info.deadline = attest_monotonic_seconds() + req->timeout_seconds;
     info.outcome = EXEC_DONE;

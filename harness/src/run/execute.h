@@ -69,6 +69,8 @@ typedef struct exec_run_info {
     const attest_case *placed;  /* the case as handed over: tensors point into `region` */
     uint8_t *region;            /* the arena's data region: every tensor with its canaries */
     size_t region_bytes;
+    const arena_control *control; /* the placed case's layout: its sparse pools' extents (the
+                                   * region is arena offset control->data_begin) */
     int check_supports;         /* the first run of a case: the candidate may decline it */
     double deadline;            /* CLOCK_MONOTONIC second the caller stops waiting; 0: none */
     exec_outcome outcome;       /* left EXEC_DONE, or set to EXEC_CRASH, EXEC_TIMEOUT,

@@ -3,6 +3,7 @@
 #include "attest/external.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -525,6 +526,60 @@ static double process_deadline(const exec_run_info *info)
     return info->deadline - margin;
 }
 
+/* The placed bytes between the arena and the shared file, at the same offsets from the region's
+ * start: the whole region for a dense case; a sparse pool's extents only (the rest is
+ * PROT_NONE in the arena while the candidate runs, and gigabytes). */
+typedef struct copy_walk {
+    uint8_t *arena; /* arena offset 0 */
+    uint8_t *shm;   /* the region's first byte in the file */
+    uint64_t begin; /* the region's arena offset */
+    int in;         /* 1: arena to file */
+} copy_walk;
+
+static int copy_range(void *ctx, uint64_t at, uint64_t len)
+{
+    const copy_walk *c = ctx;
+    if (c->in) memcpy(c->shm + (at - c->begin), c->arena + at, len);
+    else memcpy(c->arena + at, c->shm + (at - c->begin), len);
+    return 0;
+}
+
+static void region_copy(const exec_run_info *info, uint8_t *shm, int in)
+{
+    const arena_control *ctl = info->control;
+    if (ctl == NULL || ctl->num_sparse == 0) {
+        if (in) memcpy(shm, info->region, info->region_bytes);
+        else memcpy(info->region, shm, info->region_bytes);
+        return;
+    }
+    copy_walk c = {info->region - ctl->data_begin, shm, ctl->data_begin, in};
+    (void)arena_for_each_placed(ctl, copy_range, &c);
+}
+
+typedef struct unplaced_walk {
+    const exec_run_info *info;
+    ext_proc *proc;
+    ext_strbuf *out;
+} unplaced_walk;
+
+static int punch_range(void *ctx, uint64_t at, uint64_t len)
+{
+    const unplaced_walk *w = ctx;
+    /* Without hole punching (a tmpfile fallback) stale bytes stay; the process protects them. */
+    (void)fallocate(w->proc->shm_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                    (off_t)(at - w->info->control->data_begin), (off_t)len);
+    return 0;
+}
+
+static int list_range(void *ctx, uint64_t at, uint64_t len)
+{
+    const unplaced_walk *w = ctx;
+    const int first = w->out->used > 0 && w->out->p[w->out->used - 1] == '[';
+    ext_sb_add(w->out, "%s[%" PRIu64 ",%" PRIu64 "]", first ? "" : ",",
+               at - w->info->control->data_begin, len);
+    return 0;
+}
+
 static int handle_reply(external_state *s, exec_run_info *info, const char *line)
 {
     json_error_t err;
@@ -540,7 +595,7 @@ static int handle_reply(external_state *s, exec_run_info *info, const char *line
     int rc = 0;
     const char *msg = ext_json_str(o, "message");
     if (strcmp(op, "done") == 0) {
-        memcpy(info->region, s->proc.shm, info->region_bytes);
+        region_copy(info, s->proc.shm, 0);
     } else if (strcmp(op, "unsupported") == 0) {
         info->outcome = EXEC_UNSUPPORTED;
         snprintf(info->message, sizeof info->message, "the candidate declined the case%s%s",
@@ -596,14 +651,6 @@ static int external_run(void *ctx, const attest_kernel_args *args)
     external_state *s = ctx;
     exec_run_info *info = exec_current_run();
     if (s == NULL || info == NULL) return -1;
-    if (info->placed->sparse_pools != 0) {
-        /* The process gets a copy of the whole region: gigabytes for a sparse pool, most of it
-         * protected. Such a case is not one an external candidate can take. */
-        info->outcome = EXEC_UNSUPPORTED;
-        snprintf(info->message, sizeof info->message, "%s",
-                 "a sparse pool (past 2^31 bytes) is not passed to an external process");
-        return -1;
-    }
     const external_def *d = s->def;
     const double deadline = process_deadline(info);
     char what[200];
@@ -632,7 +679,13 @@ static int external_run(void *ctx, const attest_kernel_args *args)
         snprintf(info->message, sizeof info->message, "%s", attest_last_error());
         return -1;
     }
-    memcpy(s->proc.shm, info->region, info->region_bytes);
+    if (info->control->num_sparse > 0) {
+        /* Unplaced pages become holes (they read as zeros and hold no memory) before the
+         * placed bytes go in: the file keeps no page of an earlier case there. */
+        unplaced_walk w = {info, &s->proc, NULL};
+        (void)arena_for_each_unplaced(info->control, punch_range, &w);
+    }
+    region_copy(info, s->proc.shm, 1);
 
     /* The table (kernel, conventions, params, tensors) goes only when it differs from the last
      * one this process received: a re-run, or a case of the same shapes, is a short line. The
@@ -661,21 +714,45 @@ static int external_run(void *ctx, const attest_kernel_args *args)
         s->table_valid = 1;
     }
     const uint64_t key = s->table_key;
+    /* A sparse case's message lists the region's unplaced ranges (the process maps the file
+     * sparsely and makes them inaccessible, as the arena is for a host candidate): up to a few
+     * thousand pairs, past the static buffer. */
+    char *big = NULL;
     ext_strbuf mb = {msg, 0, sizeof msg, 0};
+    if (info->control->num_sparse > 0) {
+        const size_t cap = sizeof msg + 48 * ((size_t)info->control->num_extents + 8);
+        big = malloc(cap);
+        if (big == NULL) {
+            info->outcome = EXEC_HARNESS_ERROR;
+            snprintf(info->message, sizeof info->message, "external: out of memory");
+            return -1;
+        }
+        mb.p = big;
+        mb.cap = cap;
+    }
     s->sequence++;
     ext_sb_add(&mb, "{\"op\":\"run\",\"case\":%" PRIu64 ",\"size\":%zu,\"map\":%zu,"
                 "\"layout\":\"%016" PRIx64 "\",\"check_supports\":%d",
            s->sequence, info->region_bytes, s->proc.shm_cap, key, info->check_supports);
+    if (info->control->num_sparse > 0) {
+        unplaced_walk w = {info, &s->proc, &mb};
+        ext_sb_add(&mb, ",\"unplaced\":[");
+        (void)arena_for_each_unplaced(info->control, list_range, &w);
+        ext_sb_add(&mb, "]");
+    }
     if (key != s->sent_key || s->sent_pid != s->proc.pid) ext_sb_add(&mb, ",%s", s->table);
     ext_sb_add(&mb, "}");
     if (mb.overflow) {
+        free(big);
         info->outcome = EXEC_HARNESS_ERROR;
         snprintf(info->message, sizeof info->message, "external: the run message overflowed");
         return -1;
     }
     s->sent_key = key;
     s->sent_pid = s->proc.pid;
-    if (ext_proc_send(&s->proc, msg, mb.used) != 0) {
+    const int sent = ext_proc_send(&s->proc, mb.p, mb.used);
+    free(big);
+    if (sent != 0) {
         char how[80];
         ext_proc_describe_exit(&s->proc, EXT_STOP_GRACE_S, how, sizeof how);
         snprintf(what, sizeof what, "the candidate process %s between cases", how);
