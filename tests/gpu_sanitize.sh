@@ -51,6 +51,11 @@ grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict
 bf16="$(dirname "$0")/../policies/bf16-tensor-core.json"
 run 0 memcheck cuda-mla-decode-mma 10 --layout mla-v4 --policy "$bf16"
 run 0 memcheck cuda-mla-decode-mma 10 --layout mla-v32 --policy "$bf16"
+run 0 racecheck cuda-mla-decode-mma 3 --layout mla-v4 --policy "$bf16"
 run 1 racecheck mutant-cuda-mla-decode-mma-merge-race 3 --layout mla-v4 --policy "$bf16"
+grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
+run 0 memcheck cuda-mla-decode-mma-fused 10 --layout mla-v4 --policy "$bf16"
+run 0 racecheck cuda-mla-decode-mma-fused 3 --layout mla-v4 --policy "$bf16"
+run 1 racecheck mutant-cuda-mla-decode-mma-fused-race 3 --layout mla-v4 --policy "$bf16"
 grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
 echo "PASS"

@@ -263,8 +263,9 @@ static void mla_mutants_are_caught(void **state)
 /* cuda-mla-decode-mma passes mla-v4 and mla-v32 cases under
  * policies/bf16-tensor-core.json (its K/V and P are bf16): default bounds with and without the
  * graph check, more than 64 heads (two head blocks, the last one padded), production shapes;
+ * cuda-mla-decode-mma-fused (the merge in pass 1's last split) passes both layouts;
  * cuda-mla-decode-mma-sync (the mma.sync pass 1 it runs off sm_90) passes mla-v4; the racy
- * merge fails some case. */
+ * merges fail some case. */
 static void cuda_mla_decode_mma_passes(void **state)
 {
     (void)state;
@@ -295,23 +296,31 @@ static void cuda_mla_decode_mma_passes(void **state)
     attest_gen_options prod32 = v32;
     prod32.production_shape = 1;
     expect_all_ok("cuda-mla-decode-mma", 0, prod32, 69, 20, "production shapes, mla-v32");
+    expect_all_ok("cuda-mla-decode-mma-fused", 0, g, 72, 200, "default bounds, mla-v4");
+    expect_all_ok("cuda-mla-decode-mma-fused", 1, v32, 73, 100, "default bounds, mla-v32");
+    expect_all_ok("cuda-mla-decode-mma-fused", 0, prod, 74, 20, "production shapes, mla-v4");
     expect_all_ok("cuda-mla-decode-mma-sync", 0, g, 70, 200, "default bounds, mla-v4");
     expect_all_ok("cuda-mla-decode-mma-sync", 1, wide, 71, 60, "heads up to 130, mla-v4");
-    attest_runner *r = make_runner("mutant-cuda-mla-decode-mma-merge-race");
-    attest_case_record rec;
-    int failing = 0;
-    for (uint64_t i = 0; i < 200 && !failing; i++) {
-        attest_verdict v = judge(r, &g, attest_case_seed(65, i), &rec);
-        if (attest_verdict_is_failure(v)) {
-            failing = 1;
-            printf("mma merge-race: case %llu %s: %s\n", (unsigned long long)i,
-                   attest_verdict_name(v), rec.message);
+    const char *const racy[] = {"mutant-cuda-mla-decode-mma-merge-race",
+                                "mutant-cuda-mla-decode-mma-fused-race"};
+    int failing[2] = {0, 0};
+    for (int m = 0; m < 2; m++) {
+        attest_runner *r = make_runner(racy[m]);
+        attest_case_record rec;
+        for (uint64_t i = 0; i < 200 && !failing[m]; i++) {
+            attest_verdict v = judge(r, &g, attest_case_seed(65, i), &rec);
+            if (attest_verdict_is_failure(v)) {
+                failing[m] = 1;
+                printf("%s: case %llu %s: %s\n", racy[m], (unsigned long long)i,
+                       attest_verdict_name(v), rec.message);
+            }
         }
+        attest_runner_destroy(r);
     }
-    attest_runner_destroy(r);
     policy = saved;
     attest_policy_free(bf16);
-    assert_true(failing);
+    assert_true(failing[0]);
+    assert_true(failing[1]);
 }
 
 int main(void)

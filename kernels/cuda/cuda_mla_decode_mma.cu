@@ -1,7 +1,8 @@
 // A tensor-core split-KV sparse MLA decode: "cuda-mla-decode-mma" (pass 1 on wgmma on a
 // compute-capability-9.0 device, sm90a/cuda_mla_decode_wgmma.cu, for mla-v4 and mla-v32; the
-// mma.sync pass 1 below elsewhere, mla-v4 only), "cuda-mla-decode-mma-sync" (the mma.sync pass 1
-// everywhere), and the racy variant of their shared merge.
+// mma.sync pass 1 below elsewhere, mla-v4 only), "cuda-mla-decode-mma-fused" (the same with the
+// merge fused into the wgmma pass 1's last split), "cuda-mla-decode-mma-sync" (the mma.sync pass
+// 1 everywhere), and the racy variants of the two merges.
 //
 // The mma.sync pass 1, one CUDA block (8 warps) per (split, query, 64 heads): the 64 query heads are the M
 // dimension of mma.sync m16n8k16 bf16 tiles, so each gathered token is read from HBM once per
@@ -15,7 +16,8 @@
 //   - O = alpha * O + P V (each warp 16 heads x 256 dims of V, fp32 accumulators).
 // The split writes O / l and lse = m + ln l; a split with no valid slot writes lse = -inf and
 // zeros (the guard that keeps the merge from 0/0).
-// Pass 2, one block per (query, head): the log-sum-exp merge (splits with lse = -inf skipped),
+// Pass 2 (or, in cuda-mla-decode-mma-fused, the wgmma pass 1's last split of up to 8), one block
+// per (query, head): the log-sum-exp merge (splits with lse = -inf skipped),
 // the sink (out *= 1 / (1 + exp(sink - lse)), the LSE returned excludes it), bf16 rounding. A
 // query with no valid slot in any split gets out = 0 and lse = +inf.
 //
@@ -452,6 +454,9 @@ int sync_supports(void *, const attest_kernel_args *args) { return pick(args, tr
 struct mma_ctx {
     float *workspace;  // grow-only, so a captured graph's pointers stay valid
     size_t bytes;
+    unsigned int *arrive;  // the fused merge's counters, grow-only, zero between launches
+    size_t counters;
+    bool zeroed;           // arrive was zeroed eagerly, not only by a captured memset
     int sms;           // multiprocessors, read once
 };
 
@@ -465,6 +470,7 @@ void mma_fini(void *ctx)
 {
     mma_ctx *c = static_cast<mma_ctx *>(ctx);
     if (c && c->workspace) cudaFree(c->workspace);
+    if (c && c->arrive) cudaFree(c->arrive);
     free(c);
 }
 
@@ -487,7 +493,9 @@ int tiles_per_split(int tiles0, int tiles1, int64_t blocks_per_split, int sms)
     return best;
 }
 
-template <mma_variant V, bool SYNC_ONLY>
+// FUSE: the wgmma pass 1 merges the splits itself (up to kFusedMaxSplits of them; more, and
+// the mma.sync path, go through the merge kernel).
+template <mma_variant V, bool SYNC_ONLY, bool FUSE>
 int mma_run(void *ctx, const attest_kernel_args *args)
 {
     const pass1 kernel = pick(args, SYNC_ONLY);
@@ -533,10 +541,37 @@ int mma_run(void *ctx, const attest_kernel_args *args)
     }
     a.part_out = c->workspace;
     a.part_lse = c->workspace + parts * kDim;
+    const bool fused = FUSE && kernel == pass1::wgmma && a.splits > 0 && a.splits <= mla_mma::kFusedMaxSplits;
+    if (fused) {
+        const size_t counters = static_cast<size_t>(queries) * head_blocks;
+        if (counters > c->counters) {
+            if (c->arrive) cudaFree(c->arrive);
+            c->arrive = nullptr;
+            c->counters = 0;
+            if (cudaMalloc(&c->arrive, counters * sizeof(unsigned int)) != cudaSuccess) return 1;
+            c->counters = counters;
+            c->zeroed = false;
+        }
+        if (!c->zeroed) {
+            // Ordered before the launch on the same stream; every launch leaves them zero again.
+            // Under a capture the memset is a node of the graph, not run now: zero them again
+            // on the next eager run.
+            cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+            if (cudaStreamIsCapturing(cudaStreamPerThread, &capturing) != cudaSuccess ||
+                cudaMemsetAsync(c->arrive, 0, c->counters * sizeof(unsigned int), cudaStreamPerThread) != cudaSuccess)
+                return 1;
+            c->zeroed = capturing == cudaStreamCaptureStatusNone;
+        }
+        a.arrive = c->arrive;
+    }
     if (a.splits > 0) {
         const dim3 grid(a.splits, queries, head_blocks);
         if (kernel == pass1::wgmma) {
-            if (mla_mma::wgmma_partial_launch(a, p.layout == ATTEST_LAYOUT_MLA_V32, grid) != 0) return 1;
+            const mla_mma::merge_mode merge = !fused ? mla_mma::merge_mode::two_pass
+                                              : V == mma_variant::merge_race ? mla_mma::merge_mode::fused_race
+                                                                             : mla_mma::merge_mode::fused;
+            if (mla_mma::wgmma_partial_launch(a, p.layout == ATTEST_LAYOUT_MLA_V32, grid, merge) != 0) return 1;
+            if (fused) return cudaGetLastError() == cudaSuccess ? 0 : 1;
         } else {
             if (cudaFuncSetAttribute(mma_partial_kernel<mma_variant::correct>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(kSmem)) != cudaSuccess)
@@ -573,21 +608,32 @@ const attest_candidate correct = make(
     "tensor-core split-KV sparse MLA decode, 64 heads per tile: wgmma on sm_90 (mla-v4 and "
     "mla-v32), mma.sync elsewhere (mla-v4); K/V and P in bf16 (judge with "
     "policies/bf16-tensor-core.json)",
-    mma_supports, mma_run<mma_variant::correct, false>);
+    mma_supports, mma_run<mma_variant::correct, false, false>);
+const attest_candidate fused = make(
+    "cuda-mla-decode-mma-fused",
+    "cuda-mla-decode-mma whose wgmma pass 1 merges the splits in the last one to finish (an "
+    "arrival counter; up to 8 splits), one launch; K/V and P in bf16 (judge with "
+    "policies/bf16-tensor-core.json)",
+    mma_supports, mma_run<mma_variant::correct, false, true>);
 const attest_candidate sync = make(
     "cuda-mla-decode-mma-sync",
     "cuda-mla-decode-mma with the mma.sync bf16 pass 1 on every device (mla-v4); K/V and P in "
     "bf16 (judge with policies/bf16-tensor-core.json)",
-    sync_supports, mma_run<mma_variant::correct, true>);
+    sync_supports, mma_run<mma_variant::correct, true, false>);
 #ifdef ATTEST_WITH_MUTANTS
 const attest_candidate merge_race = make(
     "mutant-cuda-mla-decode-mma-merge-race",
     "cuda-mla-decode-mma whose merge reads the split maximum and sum before warp 0 stores them "
     "(missing barrier)",
-    mma_supports, mma_run<mma_variant::merge_race, false>);
-const attest_candidate *const list[] = {&correct, &sync, &merge_race};
+    mma_supports, mma_run<mma_variant::merge_race, false, false>);
+const attest_candidate fused_race = make(
+    "mutant-cuda-mla-decode-mma-fused-race",
+    "cuda-mla-decode-mma-fused whose last split reads the per-head statistics before warpgroup "
+    "1 stores them (missing barrier; the merge kernel's race past 8 splits)",
+    mma_supports, mma_run<mma_variant::merge_race, false, true>);
+const attest_candidate *const list[] = {&correct, &fused, &sync, &merge_race, &fused_race};
 #else
-const attest_candidate *const list[] = {&correct, &sync};
+const attest_candidate *const list[] = {&correct, &fused, &sync};
 #endif
 
 }  // namespace

@@ -27,14 +27,29 @@ struct kargs {
     float *lse;
     float *part_out;  // [queries, h_q, splits, 512]
     float *part_lse;  // [queries, h_q, splits]
+    // [queries, head blocks]: splits arrived, zero between launches (the fused merge's last
+    // block resets its own); nullptr for the two-pass path.
+    unsigned int *arrive;
 };
+
+// Where the wgmma pass 1 merges the splits. Pinned values: the launch picks its instance by them.
+enum class merge_mode {
+    two_pass = 0,  // partials only; the merge kernel runs after it
+    fused = 1,     // the last split of each (query, head block) to finish merges them all
+    fused_race = 2 // fused, without the barrier between the per-head statistics and their use
+};
+
+// The most splits the fused merge takes (their weights sit in shared memory); more go two-pass.
+constexpr int kFusedMaxSplits = 8;
 
 // Whether this process's device runs the sm_90a cubin (compute capability 9.0); asked once.
 bool wgmma_available();
 
 // Queues the wgmma pass 1 on cudaStreamPerThread for `grid` = (splits, queries, head blocks);
-// v32 picks the mla-v32 record (656 bytes, K 576 wide) over mla-v4's (584, K 512). 0 on success.
-int wgmma_partial_launch(const kargs &a, bool v32, dim3 grid);
+// v32 picks the mla-v32 record (656 bytes, K 576 wide) over mla-v4's (584, K 512). The fused
+// modes need a.arrive and at most kFusedMaxSplits splits, and write out and lse themselves.
+// 0 on success.
+int wgmma_partial_launch(const kargs &a, bool v32, dim3 grid, merge_mode merge);
 
 }  // namespace mla_mma
 

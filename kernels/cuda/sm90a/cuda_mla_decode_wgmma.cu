@@ -24,7 +24,10 @@
 // slots) the 8-slot groups are 128 bytes apart (LBO) and the 8-dim groups 1024 (SBO).
 // The 16-byte stores of the dequantization go 8 slots of one 8-dim chunk at a time (one core
 // matrix), its 16-byte reads 8 records apart by an odd multiple of 16 bytes: no bank conflicts.
-// The split's partial and the merge are cuda_mla_decode_mma.cu's.
+// The split's partial (O / l and its LSE) goes to the workspace, and the merge kernel of
+// cuda_mla_decode_mma.cu combines the splits; or (cuda-mla-decode-mma-fused, up to
+// kFusedMaxSplits splits) the last split of each (query, head block) to finish merges them
+// itself (an arrival counter): one launch, the other partials read back while still in L2.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -37,6 +40,8 @@
 namespace {
 
 using mla_mma::kargs;
+using mla_mma::kFusedMaxSplits;
+using mla_mma::merge_mode;
 using mla_mma::scope;
 
 constexpr int kTok = 64;       // slots per tile
@@ -71,7 +76,12 @@ struct smem_map {
     static constexpr size_t vcur = plan + sizeof(long long) * 3 * kTok * 2;
     static constexpr size_t red = vcur + sizeof(int) * kTok;
     static constexpr size_t lsum = red + sizeof(float) * 2 * kHeads;
-    static constexpr size_t bytes = lsum + sizeof(float) * 2 * kHeads;
+    // The fused merge: each head's split weights, its maximum, sum and lonely flag, and
+    // whether this block is the last of its (query, head block).
+    static constexpr size_t wts = lsum + sizeof(float) * 2 * kHeads;
+    static constexpr size_t stat = wts + sizeof(float) * kHeads * kFusedMaxSplits;
+    static constexpr size_t last = stat + sizeof(float) * 3 * kHeads;
+    static constexpr size_t bytes = last + 16;
 };
 static_assert(smem_map<false>::bytes <= 227 * 1024, "mla-v4 shared memory");
 static_assert(smem_map<true>::bytes <= 227 * 1024, "mla-v32 shared memory");
@@ -170,7 +180,8 @@ __device__ __forceinline__ float item_scale(const uint8_t *rec, int k)
     return ue8m0_to_float(rec[576 + k]);
 }
 
-template <bool V32>
+// MERGE: merge_mode, as an int.
+template <bool V32, int MERGE>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_partial_kernel(kargs a)
 {
     using G = geom<V32>;
@@ -441,19 +452,145 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_partial_kernel(kargs a)
         if (h0 + r1 < a.h_q)
             *reinterpret_cast<float2 *>(dst1 + j * 8) = make_float2(o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
     }
+    if (MERGE == static_cast<int>(merge_mode::two_pass)) return;
+
+    // The fused merge (threadFenceReduction's pattern): every split publishes its partial and
+    // arrives; the last to arrive merges them all, in split order whichever block that is, so
+    // the output does not depend on which finished last (and equals the merge kernel's bits).
+    // No block waits for another: nothing assumes the splits run at the same time.
+    int *const is_last = reinterpret_cast<int *>(smem + M::last);
+    unsigned int *const counter = a.arrive + blockIdx.y * gridDim.z + blockIdx.z;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) *is_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!*is_last) return;
+    __threadfence();
+    if (tid == 0) *counter = 0;  // ready for the next launch (and a graph's next replay)
+
+    // Per head: the splits' maximum, sum of weights and lonely flag, as the merge kernel
+    // computes them (lanes past the splits hold -inf and add 0). Warpgroup 1 computes them,
+    // 8 lanes per head (split t = lane & 7), 4 heads per step; warpgroup 0 waits.
+    float *const wts = reinterpret_cast<float *>(smem + M::wts);      // [64][8], -1: skipped
+    float *const st_max = reinterpret_cast<float *>(smem + M::stat);  // [64]
+    float *const st_denom = st_max + kHeads;                           // [64]
+    int *const st_lonely = reinterpret_cast<int *>(st_denom + kHeads); // [64]
+    if (wg == 1) {
+        const int t = lane & 7;
+        float v[4];
+#pragma unroll
+        for (int it = 0; it < 4; it++) {
+            const int hh = (warp - 4) * 16 + it * 4 + (lane >> 3);
+            v[it] = t < a.splits && h0 + hh < a.h_q ? __ldcg(a.part_lse + (qh0 + hh) * a.splits + t) : -INFINITY;
+        }
+#pragma unroll
+        for (int it = 0; it < 4; it++) {
+            const int hh = (warp - 4) * 16 + it * 4 + (lane >> 3);
+            float m = -INFINITY;
+            int lonely = 1;
+            if (t < a.splits) {
+                if (v[it] != -INFINITY) lonely = 0;  // NaN counts: that split had valid slots
+                if (v[it] > m) m = v[it];
+            }
+            for (int off = 4; off > 0; off >>= 1) {
+                m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+                lonely &= __shfl_xor_sync(0xffffffffu, lonely, off);
+            }
+            float denom = 0.0f;
+            if (t < a.splits && v[it] != -INFINITY) denom += expf(v[it] - m);
+            for (int off = 4; off > 0; off >>= 1) denom += __shfl_xor_sync(0xffffffffu, denom, off);
+            if (t < a.splits) wts[hh * kFusedMaxSplits + t] = v[it] == -INFINITY ? -1.0f : expf(v[it] - m);
+            if (t == 0) {
+                st_max[hh] = m;
+                st_denom[hh] = denom;
+                st_lonely[hh] = lonely;
+            }
+        }
+    }
+    // The race variant: warpgroup 0 reads the statistics before warpgroup 1 stores them.
+    if (MERGE != static_cast<int>(merge_mode::fused_race)) __syncthreads();
+
+    // Rows r0 and r1, dims 256 wg + 8j + 2 q4 + e: sum w_t x partial_t over the splits in
+    // order (this block's own partial from its registers), the sink, bf16.
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int r = half ? r1 : r0;
+        if (h0 + r >= a.h_q) continue;
+        const size_t qh = qh0 + r;
+        uint16_t *const out = a.out + qh * kDv + wg * 256 + q4 * 2;
+        if (st_lonely[r]) {  // no valid slot at all: FlashMLA's lonely convention
+#pragma unroll
+            for (int j = 0; j < 32; j++) *reinterpret_cast<uint32_t *>(out + j * 8) = 0;
+            if (wg == 0 && q4 == 0) a.lse[qh] = INFINITY;
+            continue;
+        }
+        const float m = st_max[r], denom = st_denom[r];
+        const float total = m + logf(denom);
+        float factor = 1.0f / denom;
+        if (a.sink) factor /= 1.0f + expf(a.sink[h0 + r] - total);
+        const float inv = half ? inv1 : inv0;
+        const float *const po = a.part_out + qh * a.splits * kDv + wg * 256 + q4 * 2;
+        // A quarter of the row's 64 values at a time: 16 accumulators and one batch of loads
+        // per split.
+#pragma unroll
+        for (int jc = 0; jc < 4; jc++) {
+            float acc[16];
+#pragma unroll
+            for (int e = 0; e < 16; e++) acc[e] = 0.0f;
+            for (int t = 0; t < a.splits; t++) {
+                const float w = wts[r * kFusedMaxSplits + t];
+                if (w < 0.0f) continue;  // lse -inf: no valid slot in that split (NaN stays)
+                float2 x[8];
+                if (t == split) {
+#pragma unroll
+                    for (int jj = 0; jj < 8; jj++) {
+                        const int j = 8 * jc + jj;
+                        x[jj] = make_float2(o[4 * j + 2 * half] * inv, o[4 * j + 2 * half + 1] * inv);
+                    }
+                } else {
+#pragma unroll
+                    for (int jj = 0; jj < 8; jj++)
+                        x[jj] = __ldcg(reinterpret_cast<const float2 *>(po + t * kDv + (8 * jc + jj) * 8));
+                }
+#pragma unroll
+                for (int jj = 0; jj < 8; jj++) {
+                    acc[2 * jj] = fmaf(w, x[jj].x, acc[2 * jj]);
+                    acc[2 * jj + 1] = fmaf(w, x[jj].y, acc[2 * jj + 1]);
+                }
+            }
+#pragma unroll
+            for (int jj = 0; jj < 8; jj++) {
+                const __nv_bfloat162 v = __floats2bfloat162_rn(acc[2 * jj] * factor, acc[2 * jj + 1] * factor);
+                *reinterpret_cast<__nv_bfloat162 *>(out + (8 * jc + jj) * 8) = v;
+            }
+        }
+        if (wg == 0 && q4 == 0) a.lse[qh] = total;
+    }
+}
+
+template <bool V32, int MERGE>
+int launch(const kargs &a, dim3 grid)
+{
+    // The two-pass kernel asks for no more than it uses.
+    constexpr size_t bytes = MERGE == 0 ? smem_map<V32>::wts : smem_map<V32>::bytes;
+    // Above 48 KiB a kernel must opt in; a host call, not a stream operation, made once.
+    static const bool opted_in =
+        cudaFuncSetAttribute(wgmma_partial_kernel<V32, MERGE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(bytes)) == cudaSuccess;
+    if (!opted_in) return 1;
+    wgmma_partial_kernel<V32, MERGE><<<grid, kThreads, bytes, cudaStreamPerThread>>>(a);
+    return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
 
 template <bool V32>
-int launch(const kargs &a, dim3 grid)
+int launch_mode(const kargs &a, dim3 grid, merge_mode merge)
 {
-    constexpr size_t bytes = smem_map<V32>::bytes;
-    // Above 48 KiB a kernel must opt in; a host call, not a stream operation, made once.
-    static const bool opted_in =
-        cudaFuncSetAttribute(wgmma_partial_kernel<V32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(bytes)) == cudaSuccess;
-    if (!opted_in) return 1;
-    wgmma_partial_kernel<V32><<<grid, kThreads, bytes, cudaStreamPerThread>>>(a);
-    return cudaGetLastError() == cudaSuccess ? 0 : 1;
+    switch (merge) {
+    case merge_mode::two_pass: return launch<V32, 0>(a, grid);
+    case merge_mode::fused: return launch<V32, 1>(a, grid);
+    case merge_mode::fused_race: return launch<V32, 2>(a, grid);
+    }
+    return 1;
 }
 
 }  // namespace
@@ -472,9 +609,10 @@ bool wgmma_available()
     return sm90;
 }
 
-int wgmma_partial_launch(const kargs &a, bool v32, dim3 grid)
+int wgmma_partial_launch(const kargs &a, bool v32, dim3 grid, merge_mode merge)
 {
-    return v32 ? launch<true>(a, grid) : launch<false>(a, grid);
+    if (merge != merge_mode::two_pass && (a.arrive == nullptr || a.splits > kFusedMaxSplits)) return 1;
+    return v32 ? launch_mode<true>(a, grid, merge) : launch_mode<false>(a, grid, merge);
 }
 
 }  // namespace mla_mma
