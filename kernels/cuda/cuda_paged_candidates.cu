@@ -108,7 +108,9 @@ const attest_candidate x4 = make_fp8_variant<4>("x-fp8-tma-lb5");
 const attest_candidate x5 = make_fp8_variant<5>("x-fp8-tma-lb5-ws");
 const attest_candidate x6 = make_fp8_variant<6>("x-fp8-tma-s5-lb4-ws");
 const attest_candidate x7 = make_fp8_variant<7>("x-fp8-lb5-ws");
-#define FP8_VARIANTS , &x1, &x2, &x3, &x4, &x5, &x6, &x7
+const attest_candidate x8 = make_fp8_variant<8>("x-fp8-t2-s3-lb5");
+const attest_candidate x10 = make_fp8_variant<10>("x-fp8-t4-tma-s3");
+#define FP8_VARIANTS , &x1, &x2, &x3, &x4, &x5, &x6, &x7, &x8, &x10
 #else
 #define FP8_VARIANTS
 #endif

@@ -40,8 +40,8 @@ int paged_wgmma_run(const attest_kernel_args *args);
 // as the wgmma kernel.
 int paged_fp8_supports(const attest_kernel_args *args);
 int paged_fp8_run(const attest_kernel_args *args);
-// The same in configuration `variant`: 0 the delivered one; 1..7 the ones measured against
-// it, in ATTEST_IDX_EXPERIMENT builds only (elsewhere every variant is the delivered one).
+// The same in configuration `variant`: 0 the delivered one; 1..8 and 10 the ones measured
+// against it, in ATTEST_IDX_EXPERIMENT builds only (elsewhere every variant is the delivered one).
 int paged_fp8_run_variant(const attest_kernel_args *args, int variant);
 
 #endif

@@ -427,11 +427,10 @@ int paged_fp8_supports(const attest_kernel_args *args)
 
 namespace {
 
-// The configuration at TILES of variant `v`: 0 the delivered one, 1..7 the ones measured
-// against it (ATTEST_IDX_EXPERIMENT builds only; docs/device-runs.md, "TMA"). Delivered: the
-// page by TMA, 3 stages, the weights in shared memory, the largest carveout, and registers
-// for 6 blocks per SM at one B tile (76 registers), 4 at two (113). Four tiles (128 heads,
-// next_n 2) keep the cp.async kernel: not measured with TMA.
+// The configuration at TILES (1 or 2) of variant `v`: 0 the delivered one, 1..7 the ones
+// measured against it (ATTEST_IDX_EXPERIMENT builds only; docs/device-runs.md, "TMA").
+// Delivered: the page by TMA, 3 stages, the weights in shared memory, the largest carveout,
+// and registers for 6 blocks per SM at one B tile (76 registers), 4 at two (113).
 template <int TILES>
 int launch_variant(const stream_args &k, const attest_kernel_args *args, int v)
 {
@@ -472,11 +471,23 @@ int paged_fp8_run_variant(const attest_kernel_args *args, int variant)
     const attest_indexer_params &p = *args->u.indexer.params;
     if (p.b <= 0 || p.max_len <= 0) return 0;
     const stream_args k = make_args(args, kTileHeads);
+#ifdef ATTEST_IDX_EXPERIMENT
+    // 8, 10: two or four B tiles in other configurations, the rest delivered; 1 (cp.async)
+    // at four tiles too.
+    const int tiles = p.next_n * k.groups;
+    if (variant == 8 && tiles == 2) return launch<2, 3, 5, true, true>(k, args, true);
+    if (variant == 10 && tiles == 4) return launch<4, 3, 2, true, true>(k, args, true);
+    if (variant == 1 && tiles == 4) return launch<4, 4, 1, false, false>(k, args, false);
+    if (variant >= 8) variant = 0;
+#endif
     switch (p.next_n * k.groups) {
     case 1: return launch_variant<1>(k, args, variant);
     case 2: return launch_variant<2>(k, args, variant);
+    // Three tiles (next_n 3): the cp.async kernel, not measured by TMA. Four (128 heads with
+    // next_n 2, or next_n 4): 2 stages and 3 blocks per SM (165 registers), measured 1.33x
+    // the cp.async kernel's 2 blocks of 4 stages at 128 heads.
     case 3: return launch<3, 4, 1, false, false>(k, args, false);
-    case 4: return launch<4, 4, 1, false, false>(k, args, false);
+    case 4: return launch<4, 2, 3, true, true>(k, args, true);
     }
     return 1;
 }
