@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attest/bound.h"
 #include "attest/layout.h"
 #include "attest/numerics.h"
 #include "attest/reference.h"
@@ -281,6 +282,12 @@ MLA_WIDE static void mla_head_bounds(const mla_inputs *in, const double *keys, c
      * as a subnormal with few bits (flush-to-zero, or 1 / (1 + exp(sink - lse)) overflowing when
      * a sink dominates), so each of the n + 1 weights may be off by 2^-126 absolute. */
     for (int32_t d = 0; d < dv; d++) bo->out_bound[d] += (nterms + 2.0) * 0x1p-126 * vmax[d];
+    /* A value dequantized below its format's normal range loses up to half a subnormal step
+     * absolute (bf16: 2^-134), which u_kv's relative term misses; the weights sum to at most 1
+     * and their perturbation scales it by at most 3 (rho_max < 0.5). A correct bf16 kernel gave
+     * -0 for a reference of -4.67e-41 (fixtures/false-alarms/mla-decode-bf16-subnormal-v.h5). */
+    const double kv_abs = 3.0 * attest_format_subnormal_half_step(mo->u_kv);
+    for (int32_t d = 0; d < dv; d++) bo->out_bound[d] += kv_abs;
 
     /* lse = m + log(S): the weights' average perturbation moves log S by at most
      * -log(1 - rho_avg - gamma); the logarithm, the m + log S addition and a log2/ln

@@ -28,6 +28,12 @@ attest_bound_model attest_bound_model_fp32(void);
  * DeepSeek-V3 report describes), "exact" 0. ATTEST_ERR_NOT_FOUND for another name. */
 attest_status attest_format_unit_roundoff(const char *name, double *u) ATTEST_MUST_CHECK;
 
+/* The largest absolute error of rounding a value below the normal range to a format of unit
+ * roundoff u: half its smallest subnormal step, which no relative term covers (bf16 2^-134; for
+ * 2^-11 the larger of fp16's 2^-25 and tf32's 2^-137; fp32 and exact values, held in float32,
+ * 2^-150). For another u, float32's 2^-126 (flush-to-zero), the widest a float32 kernel loses. */
+double attest_format_subnormal_half_step(double u);
+
 /* The name of a unit roundoff that attest_format_unit_roundoff gives ("fp32", ...), or NULL. */
 const char *attest_format_name(double u);
 

