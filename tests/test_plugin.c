@@ -1,5 +1,6 @@
 /* Tests of plugin loading (attest_plugin_load) and candidate validation, with a fixture plugin
  * built by tests/runner.cmake (runner_plugin_fixture.c). */
+#include <dlfcn.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -67,6 +69,56 @@ static void test_validate(void **state)
     expect_invalid(&c, "'valid' has no run function");
 }
 
+static int loaded_here(void)
+{
+    void *h = dlopen(ATTEST_TEST_PLUGIN_PATH, RTLD_NOW | RTLD_NOLOAD);
+    if (h) dlclose(h);
+    return h != NULL;
+}
+
+static void one_indexer_case(attest_case *cs, attest_kernel_args *args)
+{
+    memset(cs, 0, sizeof *cs);
+    cs->kernel = ATTEST_KERNEL_INDEXER;
+    cs->params.indexer = (attest_indexer_params){1, 1, 1, 128, 1, 1, 8, ATTEST_MASK_NEG_INF, 0,
+                                                 ATTEST_TOPK_BY_SCORE, ATTEST_RELU_NAN_TO_ZERO};
+    assert_ok(attest_case_define_tensors(cs, 0));
+    assert_ok(attest_case_alloc_heap(cs));
+    assert_ok(attest_case_args(cs, args));
+}
+
+/* Loading a plugin candidate leaves the library out of the caller's process (a corrupt library
+ * can damage whatever process maps it): its declared fields come from the probe child, and the
+ * library is loaded by the (forked) process that first calls one of its functions. */
+static void test_plugin_not_loaded_here(void **state)
+{
+    (void)state;
+    const attest_candidate *c = NULL;
+    assert_ok(attest_plugin_load(ATTEST_TEST_PLUGIN_PATH ":fixture-good", &c));
+    assert_false(loaded_here());
+    assert_string_equal(c->name, "fixture-good");
+    assert_string_equal(c->description, "test plugin candidate");
+    assert_int_equal(c->kernel, ATTEST_KERNEL_INDEXER);
+    assert_int_equal(c->domain, ATTEST_DOMAIN_HOST);
+    assert_ok(attest_candidate_validate(c));
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        attest_case cs;
+        attest_kernel_args args;
+        one_indexer_case(&cs, &args);
+        void *ctx = NULL;
+        int ok = c->init(&ctx) == 0 && c->supports(ctx, &args) == 1 && c->run(ctx, &args) == 0 &&
+                 args.u.indexer.logits[7] == 7.0f && loaded_here();
+        c->fini(ctx);
+        _exit(ok ? 0 : 1);
+    }
+    int wstatus = 0;
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    assert_true(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+    assert_false(loaded_here());
+}
+
 /* A plugin candidate loads by name, runs, and stays loaded. */
 static void test_plugin_good(void **state)
 {
@@ -76,15 +128,10 @@ static void test_plugin_good(void **state)
     assert_non_null(c);
     assert_string_equal(c->name, "fixture-good");
     attest_case cs;
-    memset(&cs, 0, sizeof cs);
-    cs.kernel = ATTEST_KERNEL_INDEXER;
-    cs.params.indexer = (attest_indexer_params){1, 1, 1, 128, 1, 1, 8, ATTEST_MASK_NEG_INF, 0,
-                                                ATTEST_TOPK_BY_SCORE, ATTEST_RELU_NAN_TO_ZERO};
-    assert_ok(attest_case_define_tensors(&cs, 0));
-    assert_ok(attest_case_alloc_heap(&cs));
     attest_kernel_args args;
-    assert_ok(attest_case_args(&cs, &args));
+    one_indexer_case(&cs, &args);
     assert_int_equal(c->run(NULL, &args), 0);
+    assert_true(loaded_here()); /* a direct call loads it here */
     assert_true(args.u.indexer.logits[7] == 7.0f);
     attest_case_free(&cs);
 
@@ -136,6 +183,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_plugin_not_loaded_here),
         cmocka_unit_test(test_plugin_good),
         cmocka_unit_test(test_plugin_errors),
     };

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The child that probes a plugin before attest loads it is isolated as the runner's worker is:
 attest is started with SIGUSR1 ignored and an inherited pipe end open; the plugin's constructor
-reports both from every process that loads it. attest itself still has them (the setup holds),
-and the probe child has SIGUSR1 back at its default and the pipe closed.
+reports both from every process that loads it. attest itself never loads it; the probe child and
+the worker that runs it have SIGUSR1 back at its default and the pipe closed.
 usage: test_probe_isolation.py REPORT_PLUGIN.so"""
 import os
 import re
@@ -34,9 +34,10 @@ def main():
     rows = [m for m in rows if m]
     own = [m for m in rows if int(m.group(1)) == p.pid]
     probes = [m for m in rows if int(m.group(1)) != p.pid]
-    check(own and all(m.group(2) == "ign" and m.group(3) == "open" for m in own),
-          f"attest itself should have SIGUSR1 ignored and the pipe open: {lines!r}")
-    check(probes, f"no probe child loaded the plugin: {lines!r}")
+    # attest itself never loads a plugin (a corrupt one can damage whatever maps it): the probe
+    # child and the runner's worker do.
+    check(not own, f"attest itself loaded the plugin: {lines!r}")
+    check(len(probes) >= 2, f"the probe child and the worker should load the plugin: {lines!r}")
     for m in probes:
         check(m.group(2) == "dfl", f"probe child {m.group(1)}: SIGUSR1 {m.group(2)}, not default")
         check(m.group(3) == "closed", f"probe child {m.group(1)}: the inherited pipe is open")

@@ -85,8 +85,12 @@ const char *attest_runner_device(const attest_runner *runner);
  * children of their own (the attest CLI calls it); workers always end their own descendants. */
 void attest_runner_reap_orphans(void);
 
-/* Loads a candidate from a plugin: "path/libfoo.so:NAME". The library stays loaded for the life
- * of the process. ATTEST_ERR_NOT_FOUND / ATTEST_ERR_FORMAT with a message on failure. */
+/* A candidate from a plugin: "path/libfoo.so:NAME". The caller's process never loads the
+ * library: a probe child loads it, checks the candidate and reports its name, description,
+ * kernel, domain and conventions, which the returned stand-in carries; its functions load the
+ * library in the process that first calls one (the runner's worker), where it stays loaded.
+ * The same library and name give the same stand-in; at most 16 per process.
+ * ATTEST_ERR_NOT_FOUND / ATTEST_ERR_FORMAT with a message on failure. */
 attest_status attest_plugin_load(const char *spec, const attest_candidate **out) ATTEST_MUST_CHECK;
 
 #ifdef __cplusplus

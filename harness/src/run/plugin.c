@@ -56,8 +56,9 @@ static int is_code(const void *fn)
 }
 
 /* dlopen, the entry point, and every field attest reads, validated. Runs in a probe child
- * first (plugin_probe) and, when that passed, in the caller: the same steps give the same
- * answer, and whatever crashes or hangs has then done so in the child. */
+ * first (plugin_probe) and, when that passed, in the process that runs the candidate (the
+ * runner's worker): the same steps give the same answer, and whatever crashes or hangs while
+ * loading has then done so in the child. */
 static attest_status load_and_find(const char *path, const char *name,
                                    const attest_candidate **out, void **handle)
 {
@@ -127,9 +128,14 @@ static attest_status load_and_find(const char *path, const char *name,
                        path, name, used ? names : "none");
 }
 
+/* What the probe child reports: the status and, when the candidate was found and valid, every
+ * field the parent reads of it. The parent never loads the library (see attest_plugin_load). */
 typedef struct plugin_report {
     int32_t status;
     char message[512];
+    char description[256];
+    int32_t kernel, domain;
+    attest_conventions conventions;
 } plugin_report;
 
 typedef struct plugin_target {
@@ -144,8 +150,13 @@ static int plugin_child(int fd, void *arg)
     plugin_report r;
     memset(&r, 0, sizeof r);
     r.status = (int32_t)load_and_find(t->path, t->name, &c, &lib);
-    /* The library's destructors run at the caller's exit: run them here first (a corrupt
-     * .fini_array would otherwise crash attest after its summary). */
+    if (r.status == ATTEST_OK) {
+        if (c->description) snprintf(r.description, sizeof r.description, "%s", c->description);
+        r.kernel = (int32_t)c->kernel;
+        r.domain = (int32_t)c->domain;
+        r.conventions = c->conventions;
+    }
+    /* A library's destructors must not first run in a process that trusts it: run them here. */
     if (r.status == ATTEST_OK && lib && dlclose(lib) != 0) {
         r.status = ATTEST_ERR_FORMAT;
         snprintf(r.message, sizeof r.message, "plugin '%s' cannot be unloaded: %s", t->path,
@@ -156,24 +167,29 @@ static int plugin_child(int fd, void *arg)
     return child_probe_write_all(fd, &r, sizeof r) == 0 ? 0 : 1;
 }
 
+static void make_printable(char *s, size_t cap)
+{
+    s[cap - 1] = '\0';
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e) *s = '?';
+}
+
 /* Loads the plugin in a child with a deadline: a constructor or entry point that crashes,
  * blocks or calls exit(), a wild pointer in what it returns, a truncated library (SIGBUS in
- * dlopen), all end there. */
-static attest_status plugin_probe(const char *path, const char *name)
+ * dlopen), all end there. On success *r holds what the candidate declares. */
+static attest_status plugin_probe(const char *path, const char *name, plugin_report *r)
 {
     plugin_target t = {path, name};
     child_probe p;
     ATTEST_FORWARD(child_probe_spawn(path, "probe the plugin", plugin_child, &t, &p));
-    plugin_report r;
-    size_t got = child_probe_read(&p, &r, sizeof r);
+    size_t got = child_probe_read(&p, r, sizeof *r);
     int wstatus = child_probe_finish(&p);
-    if (got == sizeof r && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
-        r.message[sizeof r.message - 1] = '\0';
-        for (char *c = r.message; *c; c++)
-            if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
-        if (r.status == ATTEST_OK) return ATTEST_OK;
-        if (r.status < 0 || r.status >= ATTEST_STATUS_COUNT_) r.status = ATTEST_ERR_INTERNAL;
-        return attest_fail((attest_status)r.status, "%s", r.message);
+    if (got == sizeof *r && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+        make_printable(r->message, sizeof r->message);
+        make_printable(r->description, sizeof r->description);
+        if (r->status == ATTEST_OK) return ATTEST_OK;
+        if (r->status < 0 || r->status >= ATTEST_STATUS_COUNT_) r->status = ATTEST_ERR_INTERNAL;
+        return attest_fail((attest_status)r->status, "%s", r->message);
     }
     char end[96];
     return attest_fail(ATTEST_ERR_FORMAT,
@@ -181,6 +197,110 @@ static attest_status plugin_probe(const char *path, const char *name)
                        "loaded", path,
                        ATTEST_PLUGIN_ENTRY_SYMBOL, child_probe_end(&p, wstatus, end, sizeof end));
 }
+
+/* --- the stand-in candidate ------------------------------------------------------------------
+ * A plugin is code: a library whose (corrupt) relocations write outside its own segments passes
+ * any probe and then damages the process that loaded it. So the caller gets a stand-in whose
+ * declared fields come from the probe's report and whose functions load the library, the first
+ * time one is called, in the process that calls it: the runner's worker, isolated; in the
+ * caller only under --no-isolate or a direct call. The functions carry no pointer to their
+ * candidate, so each stand-in is a slot with its own set of them. */
+
+#define PLUGIN_SLOTS 16
+
+typedef struct plugin_slot {
+    attest_candidate cand;        /* what the caller is handed */
+    char path[4096];
+    char key[4096];               /* the library's real path, to hand out one stand-in per name */
+    char name[64];
+    char description[256];
+    const attest_candidate *real; /* this process's loaded candidate, NULL until first use */
+} plugin_slot;
+
+/* Filled on one thread, before cases run, as the external candidates are. */
+static plugin_slot slots[PLUGIN_SLOTS];
+static size_t slots_used;
+
+static int same_conventions(const attest_conventions *a, const attest_conventions *b)
+{
+    return a->masking == b->masking && a->lse_convention == b->lse_convention &&
+           a->relu_nan == b->relu_nan && a->lonely_lse == b->lonely_lse &&
+           a->invalid_index == b->invalid_index;
+}
+
+/* Loads the library here (once per process) and checks it still declares what the probe saw:
+ * the file may have been replaced since. 0 on success; the reason goes to stderr, as the
+ * caller's only channel from init() is a return code. */
+static int slot_load(plugin_slot *s)
+{
+    if (s->real) return 0;
+    const attest_candidate *c = NULL;
+    attest_status st = load_and_find(s->path, s->name, &c, NULL);
+    if (st == ATTEST_OK && (c->kernel != s->cand.kernel || c->domain != s->cand.domain ||
+                            !same_conventions(&c->conventions, &s->cand.conventions)))
+        st = attest_fail(ATTEST_ERR_FORMAT, "plugin '%s': candidate '%s' declares another "
+                         "kernel, domain or conventions than when it was probed", s->path,
+                         s->name);
+    if (st != ATTEST_OK) {
+        fprintf(stderr, "attest: %s\n", attest_last_error());
+        return -1;
+    }
+    s->real = c;
+    return 0;
+}
+
+static int slot_init(plugin_slot *s, void **ctx)
+{
+    *ctx = NULL;
+    if (slot_load(s) != 0) return -1;
+    return s->real->init ? s->real->init(ctx) : 0;
+}
+
+static void slot_fini(plugin_slot *s, void *ctx)
+{
+    if (s->real && s->real->fini) s->real->fini(ctx);
+}
+
+static int slot_supports(plugin_slot *s, void *ctx, const attest_kernel_args *a)
+{
+    if (slot_load(s) != 0) return 0;
+    return s->real->supports ? s->real->supports(ctx, a) : 1;
+}
+
+static int slot_run(plugin_slot *s, void *ctx, const attest_kernel_args *a)
+{
+    if (slot_load(s) != 0) return -1;
+    return s->real->run(ctx, a);
+}
+
+#define SLOT_FUNCTIONS(N)                                                                      \
+    static int init_##N(void **ctx) { return slot_init(&slots[N], ctx); }                     \
+    static void fini_##N(void *ctx) { slot_fini(&slots[N], ctx); }                            \
+    static int supports_##N(void *ctx, const attest_kernel_args *a)                           \
+    {                                                                                          \
+        return slot_supports(&slots[N], ctx, a);                                               \
+    }                                                                                          \
+    static int run_##N(void *ctx, const attest_kernel_args *a)                                \
+    {                                                                                          \
+        return slot_run(&slots[N], ctx, a);                                                    \
+    }
+SLOT_FUNCTIONS(0) SLOT_FUNCTIONS(1) SLOT_FUNCTIONS(2) SLOT_FUNCTIONS(3)
+SLOT_FUNCTIONS(4) SLOT_FUNCTIONS(5) SLOT_FUNCTIONS(6) SLOT_FUNCTIONS(7)
+SLOT_FUNCTIONS(8) SLOT_FUNCTIONS(9) SLOT_FUNCTIONS(10) SLOT_FUNCTIONS(11)
+SLOT_FUNCTIONS(12) SLOT_FUNCTIONS(13) SLOT_FUNCTIONS(14) SLOT_FUNCTIONS(15)
+
+#define SLOT_ENTRY(N) {init_##N, fini_##N, supports_##N, run_##N}
+static const struct {
+    int (*init)(void **ctx);
+    void (*fini)(void *ctx);
+    int (*supports)(void *ctx, const attest_kernel_args *args);
+    int (*run)(void *ctx, const attest_kernel_args *args);
+} slot_functions[PLUGIN_SLOTS] = {
+    SLOT_ENTRY(0),  SLOT_ENTRY(1),  SLOT_ENTRY(2),  SLOT_ENTRY(3),
+    SLOT_ENTRY(4),  SLOT_ENTRY(5),  SLOT_ENTRY(6),  SLOT_ENTRY(7),
+    SLOT_ENTRY(8),  SLOT_ENTRY(9),  SLOT_ENTRY(10), SLOT_ENTRY(11),
+    SLOT_ENTRY(12), SLOT_ENTRY(13), SLOT_ENTRY(14), SLOT_ENTRY(15),
+};
 
 attest_status attest_plugin_load(const char *spec, const attest_candidate **out)
 {
@@ -208,8 +328,57 @@ attest_status attest_plugin_load(const char *spec, const attest_candidate **out)
     const char *name = colon + 1;
     ATTEST_RETURN_IF(strlen(name) >= 64, ATTEST_ERR_INVALID_ARGUMENT,
                      "plugin '%s': candidate name longer than 63 characters", path);
-    /* $ATTEST_PLUGIN_PROBE=0 skips the child (a debugger session); the default probes. */
+    /* One stand-in per library and name, however the path is spelled. A later chdir() would
+     * change what a relative path names: the slot keeps the real path when there is one. */
+    char key[4096];
+    if (!realpath(path, key)) snprintf(key, sizeof key, "%s", path);
+    for (size_t i = 0; i < slots_used; i++)
+        if (!strcmp(slots[i].key, key) && !strcmp(slots[i].name, name)) {
+            *out = &slots[i].cand;
+            return ATTEST_OK;
+        }
+    ATTEST_RETURN_IF(slots_used == PLUGIN_SLOTS, ATTEST_ERR_INVALID_ARGUMENT,
+                     "plugin '%s': at most %d plugin candidates per process", path,
+                     PLUGIN_SLOTS);
+    plugin_slot *s = &slots[slots_used];
+    memset(s, 0, sizeof *s);
+    snprintf(s->path, sizeof s->path, "%s", strchr(key, '/') ? key : path);
+    snprintf(s->key, sizeof s->key, "%s", key);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    plugin_report r;
+    memset(&r, 0, sizeof r);
+    /* $ATTEST_PLUGIN_PROBE=0 skips the child and loads the library here (a debugger session). */
     const char *env = getenv("ATTEST_PLUGIN_PROBE");
-    if (!(env && !strcmp(env, "0"))) ATTEST_FORWARD(plugin_probe(path, name));
-    return load_and_find(path, name, out, NULL);
+    if (env && !strcmp(env, "0")) {
+        ATTEST_FORWARD(load_and_find(path, name, &s->real, NULL));
+        if (s->real->description)
+            snprintf(r.description, sizeof r.description, "%s", s->real->description);
+        r.kernel = (int32_t)s->real->kernel;
+        r.domain = (int32_t)s->real->domain;
+        r.conventions = s->real->conventions;
+    } else {
+        ATTEST_FORWARD(plugin_probe(path, name, &r));
+    }
+    snprintf(s->description, sizeof s->description, "%s", r.description);
+    s->cand.abi_version = ATTEST_CANDIDATE_ABI_VERSION;
+    s->cand.struct_size = sizeof s->cand;
+    s->cand.name = s->name;
+    s->cand.description = s->description;
+    s->cand.kernel = (attest_kernel)r.kernel;
+    s->cand.domain = (attest_memory_domain)r.domain;
+    s->cand.conventions = r.conventions;
+    s->cand.init = slot_functions[slots_used].init;
+    s->cand.fini = slot_functions[slots_used].fini;
+    s->cand.supports = slot_functions[slots_used].supports;
+    s->cand.run = slot_functions[slots_used].run;
+    /* The child validated them; the report crossed a pipe, so they are checked again here. */
+    attest_status st = attest_candidate_validate(&s->cand);
+    if (st != ATTEST_OK) {
+        char why[256]; /* attest_fail must not format its own buffer */
+        snprintf(why, sizeof why, "%s", attest_last_error());
+        return attest_fail(st, "plugin '%s': %s", path, why);
+    }
+    slots_used++;
+    *out = &s->cand;
+    return ATTEST_OK;
 }
