@@ -8,7 +8,13 @@
  * Input layout, so a finding replays from its file alone: the last 4 bytes (little-endian) are
  * n, the length of the raw rows file; the n bytes before them are written as the results file's
  * sibling "<name>.rows" (a killed campaign's layout) and the rest as the results file itself.
- * n = 0 (or n too large) means no sibling. Seeds: fuzz/corpus/results (make_results_seeds.py). */
+ * n = 0 (or n too large) means no sibling. Seeds: fuzz/corpus/results (make_results_seeds.py).
+ *
+ * The probe's child turns any crash into a clean error, one in attest's own reader too, and under
+ * libFuzzer it inherits the crash handler (a crash-* file per HDF5 crash while the fuzzer runs
+ * on). So every input first runs the probe's reads and this target's in a child of the target's
+ * own whose crash report is sorted by its innermost frame (hdf5_child.h): HDF5's crashes and
+ * hangs are skipped and summarized, any other crash is a finding, rerun here and aborted on. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +25,7 @@
 #include <hdf5.h>
 
 #include "attest/results.h"
+#include "hdf5_child.h"
 
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libhdf5\n"; }
@@ -69,6 +76,18 @@ static void read_everything(const char *path)
     attest_results_close_read(r);
 }
 
+/* What the probe's child reads (open, every row's verdict), then, when that passed, what
+ * read_everything reads: the child's side of an input. */
+static void read_in_child(const char *path)
+{
+    attest_results_reader *r = NULL;
+    if (attest_results_open_read(path, &r) != ATTEST_OK) return;
+    uint64_t counts[ATTEST_VERDICT_COUNT_], unknown = 0;
+    const attest_status st = attest_results_count_verdicts(r, counts, &unknown);
+    attest_results_close_read(r);
+    if (st == ATTEST_OK) read_everything(path);
+}
+
 /* Some corrupt heaps make HDF5 1.10 loop forever (fuzz_casefile.c): the probe's child then
  * ends at its deadline, which must come well before libFuzzer's -timeout. */
 __attribute__((constructor)) static void short_probe_deadline(void)
@@ -97,6 +116,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     write_file(path, data, body);
     if (rows_len) write_file(rows, data + body, rows_len);
     else unlink(rows);
+    static char report[1 << 16];
+    const fuzz_child_outcome outcome =
+        fuzz_child_run("results", read_in_child, path, report, sizeof report);
+    if (outcome == FUZZ_CHILD_HDF5_CRASH) {
+        unlink(path);
+        unlink(rows);
+        return 0;
+    }
     const attest_status probed = attest_results_probe(path, 1);
     /* The bad-* corpus files each hold one damage the reader must refuse (make_results_seeds.py):
      * their ctest sets this, and a file that passes is a finding. */
@@ -106,6 +133,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     if (probed == ATTEST_OK) read_everything(path);
+    if (outcome == FUZZ_CHILD_OTHER_CRASH) {
+        /* Not HDF5's: attest's reader (or this target) crashed on these bytes, which the probe
+         * here would have turned into a clean error. */
+        fprintf(stderr, "fuzz results: the child crashed outside HDF5:\n%s\n", report);
+        abort();
+    }
     unlink(path);
     unlink(rows);
     return 0;
