@@ -12,6 +12,7 @@
 #include "attest/registry.h"
 #include "baseline.h"
 #include "commands.h"
+#include "save_failures.h"
 #include "attest/campaign.h"
 #include "attest/gen_options.h"
 
@@ -27,7 +28,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: attest campaign [--candidate SPEC]... [--kernel K] [--cases N] [--seed S]\n"
-            "                       [--out FILE] [--force] [--jobs N] [--quiet] [generator bounds]\n"
+            "                       [--out FILE] [--force] [--jobs N] [--quiet]\n"
+            "                       [--save-failures DIR [--save-passing]] [generator bounds]\n"
             "\n"
             "Runs the main job: by default the embedded campaign, cpu-indexer on N indexer cases\n"
             "and cpu-mla-decode on N mla-decode cases (default N = %d each), isolated, 2 runs per\n"
@@ -46,6 +48,11 @@ static void usage(FILE *f)
             "  --junit FILE      also write a JUnit XML report (one testcase per case)\n"
             "  --json FILE       also write the summary as JSON\n"
             "  --force           replace an earlier results file at --out (nothing else)\n"
+            "  --save-failures DIR  each failing case as DIR/<kernel>-<candidate>-SEED.h5 with the\n"
+            "                    candidate's first-run outputs as recorded outputs, never\n"
+            "                    replacing a file: attest check FILE --recorded judges them again\n"
+            "                    without the candidate (docs/gpu.md)\n"
+            "  --save-passing    with --save-failures: save passing cases too\n"
             "  --baseline OLD    old vs new: the one --candidate and OLD on the same cases, as\n"
             "                    attest run --baseline (docs/old-vs-new.md), with this verb's\n"
             "                    defaults for --cases and --out; --jobs, --junit and --json\n"
@@ -99,17 +106,20 @@ int attest_cmd_campaign(int argc, char **argv)
         {"junit", required_argument, NULL, 'J'}, {"json", required_argument, NULL, 'S'},
         ATTEST_CLI_GEN_LONG_OPTIONS,
         {"force", no_argument, NULL, 'F'},
+        {"save-failures", required_argument, NULL, 'V'},
+        {"save-passing", no_argument, NULL, 'P'},
         {NULL, 0, NULL, 0},
     };
     char command_line[2048]; /* taken before getopt_long permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     uint64_t cases = DEFAULT_CASES_PER_KERNEL, seed = 1;
     const char *out = DEFAULT_OUT, *kernel_name = NULL, *junit = NULL, *json = NULL;
+    const char *save_dir = NULL;
     const char *specs[MAX_JOBS];
     size_t num_specs = 0;
     attest_cli_gen_bounds bounds;
     memset(&bounds, 0, sizeof bounds);
-    int quiet = 0, force = 0;
+    int quiet = 0, force = 0, save_passing = 0;
     int32_t workers = 0; /* 0: --jobs not given */
     optind = 1;
     opterr = 0;
@@ -134,6 +144,8 @@ int attest_cmd_campaign(int argc, char **argv)
             specs[num_specs++] = optarg;
             break;
         case 'F': force = 1; break;
+        case 'V': save_dir = optarg; break;
+        case 'P': save_passing = 1; break;
         case 'n':
             if (attest_cli_parse_u64(optarg, &cases) || cases == 0)
                 return attest_cli_bad_value("campaign", "cases", optarg);
@@ -151,6 +163,8 @@ int attest_cmd_campaign(int argc, char **argv)
     }
     if (optind != argc)
         return attest_cli_usage_error("campaign", "unexpected argument '%s'", argv[optind]);
+    if (save_passing && !save_dir)
+        return attest_cli_usage_error("campaign", "--save-passing needs --save-failures DIR");
     attest_kernel only = ATTEST_KERNEL_INDEXER;
     if (kernel_name && attest_kernel_from_name(kernel_name, &only) != ATTEST_OK)
         return attest_cli_usage_error("campaign", "%s", attest_last_error());
@@ -196,6 +210,25 @@ int attest_cmd_campaign(int argc, char **argv)
                                                                        : (int32_t)cores;
     }
     attest_engine_options opt = attest_engine_defaults();
+    attest_policy *policy = NULL;
+    attest_cli_saver saver;
+    memset(&saver, 0, sizeof saver);
+    if (save_dir) {
+        /* The saved files record the judging policy's hash and text: the engine's default is
+         * taken here so they name the one that judged. */
+        if (attest_policy_default(&policy) != ATTEST_OK)
+            return attest_cli_usage_error("campaign", "%s", attest_last_error());
+        if ((rc = attest_cli_saver_init(&saver, "campaign", save_dir, policy)) >= 0) {
+            attest_policy_free(policy);
+            return rc;
+        }
+        saver.by_candidate = 1;
+        saver.passing = save_passing;
+        opt.runner.policy = policy;
+        opt.on_failure = attest_cli_saver_hook;
+        opt.on_failure_ctx = &saver;
+        opt.on_failure_passing = save_passing;
+    }
     opt.out_path = out;
     opt.progress = !quiet && attest_cli_interactive();
     opt.command_line = command_line;
@@ -208,9 +241,11 @@ int attest_cmd_campaign(int argc, char **argv)
     printf(", %" PRIu64 " cases each, seed %" PRIu64 ", results in %s\n", cases, seed, out);
     fflush(stdout);
     attest_engine_totals totals;
-    if (attest_engine_run(jobs, num_jobs, &opt, stdout, &totals) != ATTEST_OK)
-        return attest_cli_usage_error("campaign", "%s", attest_last_error());
+    const attest_status st = attest_engine_run(jobs, num_jobs, &opt, stdout, &totals);
+    attest_policy_free(policy);
+    if (st != ATTEST_OK) return attest_cli_usage_error("campaign", "%s", attest_last_error());
     attest_report_summary(stdout, &totals.summary, out, totals.seconds);
+    attest_cli_saver_report(&saver, stdout);
     rc = attest_engine_exit_status(&totals);
     return attest_engine_json(json, "campaign", &totals, out, rc);
 }

@@ -1,4 +1,4 @@
-/* attest run --save-failures for indexer and mla-decode (save_failures.h). */
+/* attest run and campaign --save-failures for indexer and mla-decode (save_failures.h). */
 #include "save_failures.h"
 
 #include <errno.h>
@@ -24,6 +24,7 @@ int attest_cli_saver_init(attest_cli_saver *s, const char *verb, const char *dir
         return attest_cli_usage_error(verb, "--save-failures %s: not writable: %s", dir,
                                       strerror(errno));
     s->dir = dir;
+    s->verb = verb;
     s->policy = policy;
     return -1;
 }
@@ -49,9 +50,21 @@ attest_status attest_cli_saver_hook(void *ctx, const attest_job *job, const atte
                                     const attest_case_record *rec, const attest_case_outputs *kept)
 {
     attest_cli_saver *s = ctx;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s-%016" PRIx64 ".h5", s->dir, attest_kernel_name(c->kernel),
-             rec->seed);
+    char path[4096], who[80] = "";
+    if (s->by_candidate) {
+        /* A plugin's name may hold any printable byte; a file name gets [A-Za-z0-9._-]. */
+        size_t n = 0;
+        who[n++] = '-';
+        for (const char *p = job->candidate->name; *p && n + 1 < sizeof who; p++) {
+            const char ch = *p;
+            const int plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                              (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
+            who[n++] = plain ? ch : '_';
+        }
+        who[n] = '\0';
+    }
+    snprintf(path, sizeof path, "%s/%s%s-%016" PRIx64 ".h5", s->dir,
+             attest_kernel_name(c->kernel), who, rec->seed);
     /* Only the candidate's bytes: the reference is recomputed when the file is judged again, so
      * a judge or reference fix is what the recheck tests. */
     attest_casefile_output cand[ATTEST_RECORD_MAX_OUTPUTS];
@@ -69,7 +82,7 @@ attest_status attest_cli_saver_hook(void *ctx, const attest_job *job, const atte
     char gates[96], conv[256], note[512], replay[4200];
     attest_gate_mask_string(rec->failed_gates, gates, sizeof gates);
     attest_conventions_format(&job->candidate->conventions, c->kernel, conv, sizeof conv);
-    snprintf(note, sizeof note, "attest run --save-%s: %s%s%s%s",
+    snprintf(note, sizeof note, "attest %s --save-%s: %s%s%s%s", s->verb ? s->verb : "run",
              s->passing ? "passing" : "failures", attest_verdict_name(rec->verdict),
              gates[0] ? " (" : "", gates, gates[0] ? ")" : "");
     snprintf(replay, sizeof replay, "attest check %s --recorded", path);
@@ -97,7 +110,8 @@ attest_status attest_cli_saver_hook(void *ctx, const attest_job *job, const atte
     attest_status st = attest_casefile_save_new(path, c, &x, &existed);
     if (st != ATTEST_OK) {
         s->failed++;
-        fprintf(stderr, "attest run: --save-failures: %s\n", attest_last_error());
+        fprintf(stderr, "attest %s: --save-failures: %s\n", s->verb ? s->verb : "run",
+                attest_last_error());
     } else if (existed) {
         s->kept++;
     } else {

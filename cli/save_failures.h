@@ -1,5 +1,6 @@
-/* attest run --save-failures DIR for the kernel path (indexer, mla-decode): each failing case
- * becomes DIR/<kernel>-<seed>.h5, a case file with the candidate's first-run outputs as recorded
+/* attest run and attest campaign --save-failures DIR for the kernel path (indexer, mla-decode):
+ * each failing case becomes DIR/<kernel>-<seed>.h5 (campaign: DIR/<kernel>-<candidate>-<seed>.h5,
+ * as its jobs may judge one case seed with several candidates), a case file with the candidate's first-run outputs as recorded
  * outputs (docs/case-format.md, "Recorded outputs"), which attest check FILE --recorded judges
  * again without the candidate. */
 #ifndef ATTEST_CLI_SAVE_FAILURES_H
@@ -12,6 +13,8 @@
 
 typedef struct attest_cli_saver {
     const char *dir;
+    const char *verb;             /* "run" or "campaign": the notes and messages say which */
+    int by_candidate;             /* the candidate's name in every file name */
     const attest_policy *policy;
     int passing;                  /* --save-passing: every case is saved */
     uint64_t saved, kept, failed; /* files written, existing files kept, writes that failed */

@@ -11,6 +11,9 @@
    is one line on stderr and the run goes on to the end.
 4. A case file without recorded outputs (the golden fixtures) is a clear error, exit 1; a crash
    leaves a file with no outputs, which --recorded names with its recorded verdict.
+5. attest campaign --save-failures DIR: two candidates of one kernel on the same case seeds each
+   save theirs (DIR/<kernel>-<candidate>-SEED.h5), --recorded re-judges each as the campaign
+   printed it; the correct one saves nothing; --save-passing saves every case.
 
 Exit 0 when every check passes, 1 otherwise, 77 (skip) without the CLI or numpy/h5py/ml_dtypes.
 """
@@ -231,6 +234,42 @@ def main():
                   f"crash file --recorded: exit {rc}: {out}")
             rc, out, _ = t.run("replay", os.path.join(d, files[0]), "--candidate", "cpu-indexer")
             check(rc == 0, f"a saved crash case replays as a fixture: exit {rc}: {out}")
+
+        # 5: campaign, two mutants and the correct kernel of one family, the same seeds.
+        d = os.path.join(work, "campaign")
+        os.mkdir(d)
+        muts = ["mutant-indexer-scale-off-by-one", "mutant-indexer-reads-past-blocks"]
+        args = ["campaign", "--kernel", "indexer", "--cases", "8", "--seed", "5", "--jobs", "2",
+                "--out", os.path.join(work, "c.h5"), "--save-failures", d]
+        for c in muts + ["cpu-indexer"]:
+            args += ["--candidate", c]
+        rc, out, err = t.run(*args)
+        check(rc == 1, f"campaign --save-failures: exit {rc}: {err}")
+        names = sorted(os.listdir(d))
+        check(f"saved failures: {len(names)} written to {d}" in out,
+              f"campaign: no saved line for {len(names)} files: {out[-400:]}")
+        for c in muts:
+            mine = [f for f in names if re.fullmatch(rf"indexer-{c}-[0-9a-f]{{16}}\.h5", f)]
+            check(len(mine) > 0, f"campaign: no file of {c}: {names}")
+            for f in mine[:2]:
+                rc, out2, err = t.run("check", os.path.join(d, f), "--recorded")
+                check(rc == 1 and re.search(r"^    recorded: MISMATCH \(", out2, re.M),
+                      f"campaign file {f}: check --recorded exit {rc}: {out2[-300:]} {err}")
+                with h5py.File(os.path.join(d, f), "r") as h:
+                    g = h["candidate"]
+                    check(g.attrs["candidate"] in (c, c.encode()), f"{f}: candidate attribute")
+                    note = h.attrs.get("note", b"")
+                    note = note.decode() if isinstance(note, bytes) else str(note)
+                    check(note.startswith("attest campaign --save-failures"), f"{f}: note {note!r}")
+        check(not any("cpu-indexer-" in f for f in names), f"campaign: cpu-indexer saved: {names}")
+        d = os.path.join(work, "campaign-passing")
+        os.mkdir(d)
+        rc, out, err = t.run("campaign", "--candidate", "cpu-indexer", "--cases", "3", "--out",
+                             os.path.join(work, "c2.h5"), "--save-failures", d, "--save-passing")
+        check(rc == 0 and len(os.listdir(d)) == 3, f"campaign --save-passing: exit {rc}, "
+              f"{os.listdir(d)} {err}")
+        rc, out, err = t.run("campaign", "--save-passing")
+        t.one_line_error(rc, out, err, "campaign --save-passing without --save-failures")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return t.summary("test_save_failures")
