@@ -14,7 +14,7 @@ set(ATTEST_MODULES core gen judge store run)
 
 # The module each public header of harness/include/attest/ belongs to.
 set(ATTEST_HEADERS_core status numerics rng layout case candidate conventions clock shell verdict
-  sha256
+  sha256 isa
   files topk)
 set(ATTEST_HEADERS_gen generator minimize pipeline)
 set(ATTEST_HEADERS_judge compare bound policy record judge)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attest/isa.h"
 #include "attest/numerics.h"
 #include "cpu_kernels.h"
 
@@ -99,14 +100,6 @@ static float position_logit(const float *q, const float *w, int heads, const flo
     return order == CPU_INDEXER_SCALE_FIRST ? sum : sum * scale;
 }
 
-/* GCC builds AVX2 and AVX-512 clones picked at load time (as the references do); without
- * contraction (-ffp-contract=off) every clone computes the same bits. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define IDX_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define IDX_WIDE
-#endif
-
 /* A block's positions as vectors of IDX_LANES lanes (the compiler splits them into what the
  * target has); every lane is its own float32 sum, in the scalar loop's order. */
 enum { IDX_LANES = 16, IDX_VECS = C4_BLOCK / IDX_LANES };
@@ -119,8 +112,8 @@ typedef int32_t idx_vi __attribute__((vector_size(IDX_LANES * sizeof(int32_t))))
  * position_logit: a dim-ordered float32 dot, fmaxf(dot, 0) * w[h] summed in head order, times
  * the scale last. fmaxf(x, 0) is written x >= 0 ? x : +0 (a NaN gives 0), which is what glibc's
  * fmaxf returns, -0 included. */
-IDX_WIDE static void block_logits(const float *q, const float *w, int heads, int reversed,
-                                  const float *kt, const float *scale, float *out)
+ATTEST_ISA_BODY void block_logits_body(const float *q, const float *w, int heads, int reversed,
+                                       const float *kt, const float *scale, float *out)
 {
     idx_v sum[IDX_VECS];
     memset(sum, 0, sizeof sum);
@@ -151,6 +144,9 @@ IDX_WIDE static void block_logits(const float *q, const float *w, int heads, int
         memcpy(out + (size_t)v * IDX_LANES, &logit, sizeof logit);
     }
 }
+ATTEST_ISA_VARIANTS(block_logits, (const float *q, const float *w, int heads, int reversed,
+                                   const float *kt, const float *scale, float *out),
+                    (q, w, heads, reversed, kt, scale, out))
 
 static void mask_range(float *row, int t0, int t1, cpu_indexer_mask mask)
 {

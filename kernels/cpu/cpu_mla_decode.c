@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attest/isa.h"
 #include "attest/numerics.h"
 #include "cpu_kernels.h"
 
@@ -173,14 +174,6 @@ static int load_scope(const mla_geom *g, const cpu_mla_faults *f, const mla_scop
     return 0;
 }
 
-/* GCC builds AVX2 and AVX-512 clones picked at load time (as the references do); without
- * contraction (-ffp-contract=off) every clone computes the same bits. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define MLA_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define MLA_WIDE
-#endif
-
 /* CPU_MLA_LANES floats as one GCC/clang vector: the compiler splits it into what the target has
  * (four SSE registers, two AVX2 ones, one AVX-512 one); every lane is its own float32 sum. */
 typedef float lanes_v __attribute__((vector_size(CPU_MLA_LANES * sizeof(float))));
@@ -191,7 +184,8 @@ typedef float lanes_v __attribute__((vector_size(CPU_MLA_LANES * sizeof(float)))
 /* dot[j] = q . K_slot[j] for the slots of `blocks` transposed key blocks: each slot's sum is
  * one float32 accumulator in dim order, as a scalar loop takes it; the vector lanes run across
  * slots, and two blocks at a time are independent chains. */
-MLA_WIDE static void block_dots(const float *q, const float *kt, int k_dim, int blocks, float *dot)
+ATTEST_ISA_BODY void block_dots_body(const float *q, const float *kt, int k_dim, int blocks,
+                                     float *dot)
 {
     const size_t bs = (size_t)k_dim * CPU_MLA_LANES;
     int b = 0;
@@ -220,17 +214,21 @@ MLA_WIDE static void block_dots(const float *q, const float *kt, int k_dim, int 
         memcpy(dot + (size_t)b * CPU_MLA_LANES, &a0, sizeof a0);
     }
 }
+ATTEST_ISA_VARIANTS(block_dots, (const float *q, const float *kt, int k_dim, int blocks, float *dot),
+                    (q, kt, k_dim, blocks, dot))
 
-/* out[d] += p * v[d]: elementwise, the same bits at any vector width. */
-MLA_WIDE static void axpy(float *out, float p, const float *v, int n)
+/* out[d] += p * v[d]: elementwise, the same bits at any vector width; inlined into each ISA's
+ * copy of tile_partial. */
+ATTEST_ISA_BODY void axpy(float *out, float p, const float *v, int n)
 {
     for (int d = 0; d < n; d++) out[d] += p * v[d];
 }
 
 /* Partial (out, lse) of one tile of slots [begin, end) for one head; s->dot holds the head's
  * dot products. */
-static void tile_partial(const mla_geom *g, const cpu_mla_faults *f, const mla_scratch *s,
-                         int begin, int end, float sm_scale, int d_v, float *out, float *lse)
+ATTEST_ISA_BODY void tile_partial_body(const mla_geom *g, const cpu_mla_faults *f,
+                                       const mla_scratch *s, int begin, int end, float sm_scale,
+                                       int d_v, float *out, float *lse)
 {
     float m = -INFINITY;
     int n_valid = 0;
@@ -261,6 +259,10 @@ static void tile_partial(const mla_geom *g, const cpu_mla_faults *f, const mla_s
     for (int d = 0; d < d_v; d++) out[d] /= l;
     *lse = m + logf(l);
 }
+ATTEST_ISA_VARIANTS(tile_partial, (const mla_geom *g, const cpu_mla_faults *f,
+                                   const mla_scratch *s, int begin, int end, float sm_scale,
+                                   int d_v, float *out, float *lse),
+                    (g, f, s, begin, end, sm_scale, d_v, out, lse))
 
 /* Decodes one (request, query) for every head. Returns -1 on a bad index. */
 static int decode_query(const mla_geom *g, const cpu_mla_faults *f, const attest_mla_args *a,

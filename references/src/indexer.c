@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "attest/isa.h"
 #include "attest/layout.h"
 #include "attest/numerics.h"
 #include "attest/reference.h"
@@ -117,14 +118,6 @@ static attest_status indexer_block(const indexer_inputs *in, int32_t b, int32_t 
     return ATTEST_OK;
 }
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-/* The same loops compiled for AVX-512 and AVX2 too, picked at load time by the CPU (an ifunc):
- * wider vectors of the same independent accumulators, the same bits. */
-#define IDX_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define IDX_WIDE
-#endif
-
 /* Positions per block: one logit per lane. As in mla_decode.c, each logit keeps its own double
  * accumulators summed in dim and head order, so the results are bit for bit those of one
  * position at a time; the positions of a block share every load of q and w. */
@@ -138,10 +131,10 @@ typedef int64_t v8i __attribute__((vector_size(64), aligned(8)));
  * README order, truth in true mode), kscale their key scales. mag[j] receives |kscale_j| *
  * sum_h |w_h| * sum_d |q_hd k_jd|, the size of the terms any evaluation of the logit adds (see
  * attest_ref_bounds). */
-IDX_WIDE static void indexer_logit_block(const indexer_inputs *in, const double *q,
-                                         const double *kt, const float *w, const double *kscale,
-                                         attest_ref_mode mode, attest_indexer_order order,
-                                         double *out, double *mag)
+ATTEST_ISA_BODY void indexer_logit_block_body(const indexer_inputs *in, const double *q,
+                                              const double *kt, const float *w,
+                                              const double *kscale, attest_ref_mode mode,
+                                              attest_indexer_order order, double *out, double *mag)
 {
     const int32_t H = in->p->heads, D = in->p->head_dim;
     const int propagate = mode == ATTEST_REF_SIMULATED && order == ATTEST_INDEXER_ORDER_README;
@@ -188,6 +181,11 @@ IDX_WIDE static void indexer_logit_block(const indexer_inputs *in, const double 
         mag[j] = mg[j];
     }
 }
+ATTEST_ISA_VARIANTS(indexer_logit_block, (const indexer_inputs *in, const double *q,
+                                          const double *kt, const float *w, const double *kscale,
+                                          attest_ref_mode mode, attest_indexer_order order,
+                                          double *out, double *mag),
+                    (in, q, kt, w, kscale, mode, order, out, mag))
 
 /* The error bound of one logit of magnitude `mag` (attest_ref_bounds): gamma_n(u) * mag with
  * n = D + H + 2 roundings on the longest path (D - 1 in the dot product, one each for the head

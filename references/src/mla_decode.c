@@ -11,18 +11,11 @@
 #include <string.h>
 
 #include "attest/bound.h"
+#include "attest/isa.h"
 #include "attest/layout.h"
 #include "attest/numerics.h"
 #include "attest/reference.h"
 #include "ref_internal.h"
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-/* The same loops compiled for AVX-512 and AVX2 too, picked at load time by the CPU (an ifunc):
- * wider vectors of the same independent accumulators, the same bits. */
-#define MLA_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define MLA_WIDE
-#endif
 
 /* One scope: a pool of pages and the indices into it. */
 typedef struct mla_scope {
@@ -215,10 +208,11 @@ static double weight_perturbation(const attest_bound_model *mo, double a, double
 /* The bounds of one head (docs/policy.md, "Error bounds", sparse MLA decode). keys, scores,
  * absdots and e (exp(score - m)) describe the n valid keys; out and lse are the exact results;
  * sum is the sum of e and sink_w exp(sink - m) (0 without a sink). */
-MLA_WIDE static void mla_head_bounds(const mla_inputs *in, const double *keys, const double *scores,
-                            const double *absdots, const double *e, int32_t n, int32_t h,
-                            double sum, double sink_w, const double *out, double lse,
-                            const mla_bound_out *bo)
+ATTEST_ISA_BODY void mla_head_bounds_body(const mla_inputs *in, const double *keys,
+                                          const double *scores, const double *absdots,
+                                          const double *e, int32_t n, int32_t h, double sum,
+                                          double sink_w, const double *out, double lse,
+                                          const mla_bound_out *bo)
 {
     const attest_mla_params *p = in->p;
     const int32_t dqk = p->d_qk, dv = p->d_v;
@@ -316,6 +310,11 @@ MLA_WIDE static void mla_head_bounds(const mla_inputs *in, const double *keys, c
     const double log_s = log(lse_denom);
     *bo->lse_bound = dlog + 3.0 * ml->u_accum * (amax + fabs(log_s) + fabs(lse));
 }
+ATTEST_ISA_VARIANTS(mla_head_bounds, (const mla_inputs *in, const double *keys,
+                                      const double *scores, const double *absdots, const double *e,
+                                      int32_t n, int32_t h, double sum, double sink_w,
+                                      const double *out, double lse, const mla_bound_out *bo),
+                    (in, keys, scores, absdots, e, n, h, sum, sink_w, out, lse, bo))
 
 /* The reference's speed comes from its loop order, not from a different arithmetic: every dot
  * product, every softmax sum and every sum of weighted values is still one double accumulator
@@ -367,8 +366,9 @@ mla_score_block(const double *q, int32_t dqk, const double *blk, int nh, int wit
 /* Keys kt are blocked dim-major: block kb / MLA_KEY_BLOCK holds [d_qk][MLA_KEY_BLOCK] (zero
  * past n), so one block is contiguous. Fills scores[h * ls + k] = sm * q_h . K_k and, when
  * absdots is not NULL, sum_d |q_hd K_kd|. */
-MLA_WIDE static void mla_scores(const double *q, int32_t heads, int32_t dqk, const double *kt,
-                                int32_t n, double sm, double *scores, double *absdots, size_t ls)
+ATTEST_ISA_BODY void mla_scores_body(const double *q, int32_t heads, int32_t dqk, const double *kt,
+                                     int32_t n, double sm, double *scores, double *absdots,
+                                     size_t ls)
 {
     enum { NH = 4 };
     for (size_t kb = 0; kb < (size_t)n; kb += MLA_KEY_BLOCK) {
@@ -391,6 +391,9 @@ MLA_WIDE static void mla_scores(const double *q, int32_t heads, int32_t dqk, con
         }
     }
 }
+ATTEST_ISA_VARIANTS(mla_scores, (const double *q, int32_t heads, int32_t dqk, const double *kt,
+                                 int32_t n, double sm, double *scores, double *absdots, size_t ls),
+                    (q, heads, dqk, kt, n, sm, scores, absdots, ls))
 
 /* o_g[d] += e_g[k] V_k[d] for keys k in [k0, k0 + MLA_VALUE_BLOCK) and nh (compile-time) heads:
  * each o element is loaded and stored once per block and each V load serves nh heads. */
@@ -419,8 +422,8 @@ mla_value_block(const double *e, size_t ls, int nh, const double *vv, int32_t dq
 
 /* out_g = sum_k e_g[k] V_k (V = the first d_v dims of K) for nh heads, out zeroed first; per
  * element the sum runs over k in order. */
-MLA_WIDE static void mla_values(const double *e, size_t ls, int32_t nh, const double *keys,
-                                int32_t dqk, int32_t n, int32_t dv, double *out)
+ATTEST_ISA_BODY void mla_values_body(const double *e, size_t ls, int32_t nh, const double *keys,
+                                     int32_t dqk, int32_t n, int32_t dv, double *out)
 {
     enum { NH = 4 };
     for (size_t i = 0; i < (size_t)nh * (size_t)dv; i++) out[i] = 0.0;
@@ -442,6 +445,9 @@ MLA_WIDE static void mla_values(const double *e, size_t ls, int32_t nh, const do
         }
     }
 }
+ATTEST_ISA_VARIANTS(mla_values, (const double *e, size_t ls, int32_t nh, const double *keys,
+                                 int32_t dqk, int32_t n, int32_t dv, double *out),
+                    (e, ls, nh, keys, dqk, n, dv, out))
 
 /* The query's scratch: its keys twice (token-major for the values, dim-major for the scores),
  * the decoded q of a group of heads and per-head score rows. */
@@ -525,11 +531,11 @@ static double mla_lonely_lse(const mla_inputs *in, int32_t h)
 
 /* Heads [h0, h0 + nh) of query qi0's row over its n gathered keys: out[d_v] and lse of each
  * (and their bounds when bo). */
-MLA_WIDE static void mla_head_group(const mla_inputs *in, mla_scratch *s, size_t qi0, int32_t h0,
-                           int32_t nh, int32_t n, double *out, double *lse,
-                           const attest_bound_model *out_model,
-                           const attest_bound_model *lse_model, double *out_bound,
-                           double *lse_bound)
+ATTEST_ISA_BODY void mla_head_group_body(const mla_inputs *in, mla_scratch *s, size_t qi0,
+                                         int32_t h0, int32_t nh, int32_t n, double *out,
+                                         double *lse, const attest_bound_model *out_model,
+                                         const attest_bound_model *lse_model, double *out_bound,
+                                         double *lse_bound)
 {
     const attest_mla_params *p = in->p;
     const int32_t dqk = p->d_qk, dv = p->d_v;
@@ -590,6 +596,12 @@ MLA_WIDE static void mla_head_group(const mla_inputs *in, mla_scratch *s, size_t
                             s->e + (size_t)g * ls, n, h, sum[g], sink_w, o, l, &bo);
     }
 }
+ATTEST_ISA_VARIANTS(mla_head_group, (const mla_inputs *in, mla_scratch *s, size_t qi0, int32_t h0,
+                                     int32_t nh, int32_t n, double *out, double *lse,
+                                     const attest_bound_model *out_model,
+                                     const attest_bound_model *lse_model, double *out_bound,
+                                     double *lse_bound),
+                    (in, s, qi0, h0, nh, n, out, lse, out_model, lse_model, out_bound, lse_bound))
 
 static attest_status mla_run(const attest_case *c, attest_ref_mode mode, double *out, double *lse,
                              const attest_bound_model *out_model,
