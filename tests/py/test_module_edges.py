@@ -30,7 +30,7 @@ ALLOWED = {
 
 # The module each public header belongs to.
 PUBLIC = {
-    "core": "status numerics rng layout case candidate conventions clock shell verdict sha256 "
+    "core": "status numerics rng layout case candidate conventions clock shell verdict sha256 isa "
             "files topk",
     "gen": "generator minimize pipeline",
     "judge": "compare bound policy record judge",
