@@ -297,47 +297,39 @@ static attest_status libfuzzer_finding(const fuzz_args *a, const attest_candidat
     return st;
 }
 
+static fuzz_settings settings_of(const fuzz_args *a, const char *command_line)
+{
+    fuzz_settings r = {.out = a->out, .findings = a->findings, .command_line = command_line,
+                       .time = a->time, .timeout = a->timeout, .jobs = a->jobs,
+                       .reruns = a->reruns, .max_tries = a->max_tries, .seed = a->seed,
+                       .quiet = a->quiet};
+    return r;
+}
+
 static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char *command_line)
 {
     if (gen_bounds_given(&a->gen))
         return attest_cli_usage_error(VERB, "generator bounds are options of --engine search (the "
                                       "libFuzzer targets draw their cases from the input)");
-    char target[4096];
-    if (a->fuzzer) {
-        if (access(a->fuzzer, X_OK) != 0)
-            return attest_cli_usage_error(VERB, "--fuzzer %s: not an executable: %s", a->fuzzer,
-                                          strerror(errno));
-        snprintf(target, sizeof target, "%s", a->fuzzer);
-    } else if (attest_lf_default_target(cand->kernel, target, sizeof target) != ATTEST_OK) {
-        return attest_cli_usage_error(VERB, "--engine libfuzzer: %s", attest_last_error());
-    }
-    if (a->dict && access(a->dict, R_OK) != 0)
-        return attest_cli_usage_error(VERB, "--dict %s: %s", a->dict, strerror(errno));
+    const fuzz_settings run = settings_of(a, command_line);
+    attest_lf_setup setup;
+    const char *name = fuzz_target_of(cand->kernel);
+    if (!name && !a->fuzzer)
+        return attest_cli_usage_error(VERB, "--engine libfuzzer: %s has no libFuzzer target",
+                                      attest_kernel_name(cand->kernel));
+    int rc = attest_lf_setup_from(VERB, name, a->fuzzer, a->dict, a->corpus, &run, &setup);
+    if (rc >= 0) return rc;
+    attest_lf_options lo = setup.lo;
+    const char *target = setup.target, *work = setup.work;
     attest_policy *policy = NULL;
-    if (a->policy && attest_policy_load(a->policy, &policy) != ATTEST_OK)
-        return attest_cli_usage_error(VERB, "%s", attest_last_error());
-
-    char work[4096], corpus[4200];
-    if (attest_lf_scratch(a->corpus, work, sizeof work, corpus, sizeof corpus) != ATTEST_OK) {
-        attest_policy_free(policy);
+    if (a->policy && attest_policy_load(a->policy, &policy) != ATTEST_OK) {
+        attest_lf_remove_tree(setup.work);
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
     }
-    attest_lf_options lo;
-    memset(&lo, 0, sizeof lo);
-    lo.target = target;
     lo.candidate = a->candidate;
     lo.device_candidate = cand->domain == ATTEST_DOMAIN_DEVICE;
     lo.policy = a->policy;
-    lo.corpus = corpus;
-    lo.dict = a->dict;
-    lo.workdir = work;
-    lo.time = a->time;
-    lo.timeout = a->timeout;
-    lo.jobs = a->jobs;
-    lo.reruns = a->reruns;
-    lo.seed = a->seed;
     lo.structure = !a->no_structure;
-    lo.progress = !a->quiet && attest_cli_interactive();
     lo.features = fuzz_feature_count(cand->kernel);
     printf("attest fuzz: %s (%s), libFuzzer (%s%s), up to %.0f s over %d job%s, seed %" PRIu64
            " (--seed %" PRIu64 "), results in %s\n",
@@ -408,15 +400,6 @@ static int wants_topk(const fuzz_args *a)
 {
     if (a->kernel) return strcmp(a->kernel, "topk") == 0;
     return attest_topk_builtin_find(a->candidate) != NULL;
-}
-
-static fuzz_settings settings_of(const fuzz_args *a, const char *command_line)
-{
-    fuzz_settings r = {.out = a->out, .findings = a->findings, .command_line = command_line,
-                       .time = a->time, .timeout = a->timeout, .jobs = a->jobs,
-                       .reruns = a->reruns, .max_tries = a->max_tries, .seed = a->seed,
-                       .quiet = a->quiet};
-    return r;
 }
 
 static int fuzz_topk(const fuzz_args *a, const char *command_line)

@@ -17,6 +17,7 @@
 
 #include "attest/clock.h"
 #include "attest/results.h"
+#include "commands.h"
 #include "fuzz_inputs.h"
 
 #define MAX_JOBS 4096
@@ -104,6 +105,38 @@ attest_status attest_lf_named_target(const char *target, char *buf, size_t cap)
     ATTEST_RETURN_IF(access(buf, X_OK) != 0, ATTEST_ERR_NOT_FOUND,
                      "no libFuzzer target %s (build with the fuzz preset, or give --fuzzer PATH)", buf);
     return ATTEST_OK;
+}
+
+int attest_lf_setup_from(const char *verb, const char *name, const char *fuzzer,
+                         const char *dict, const char *corpus_arg, const fuzz_settings *run,
+                         attest_lf_setup *s)
+{
+    memset(s, 0, sizeof *s);
+    if (fuzzer) {
+        if (access(fuzzer, X_OK) != 0)
+            return attest_cli_usage_error(verb, "--fuzzer %s: not an executable: %s", fuzzer,
+                                          strerror(errno));
+        snprintf(s->target, sizeof s->target, "%s", fuzzer);
+    } else if (attest_lf_named_target(name, s->target, sizeof s->target) != ATTEST_OK) {
+        return attest_cli_usage_error(verb, "--engine libfuzzer: %s", attest_last_error());
+    }
+    if (dict && access(dict, R_OK) != 0)
+        return attest_cli_usage_error(verb, "--dict %s: %s", dict, strerror(errno));
+    if (attest_lf_scratch(corpus_arg, s->work, sizeof s->work, s->corpus, sizeof s->corpus) !=
+        ATTEST_OK)
+        return attest_cli_usage_error(verb, "%s", attest_last_error());
+    attest_lf_options *lo = &s->lo;
+    lo->target = s->target;
+    lo->corpus = s->corpus;
+    lo->dict = dict;
+    lo->workdir = s->work;
+    lo->time = run->time;
+    lo->timeout = run->timeout;
+    lo->jobs = run->jobs;
+    lo->reruns = run->reruns;
+    lo->seed = run->seed;
+    lo->progress = !run->quiet && attest_cli_interactive();
+    return -1;
 }
 
 /* libFuzzer's status lines ("#4096 pulse  cov: 691 ft: 1234 corp: ...") carry cov and ft. */

@@ -15,6 +15,7 @@
 
 #include "attest/case.h"
 #include "attest/status.h"
+#include "fuzz_jobs.h"
 
 #define ATTEST_LF_MAX_FINDINGS 8
 
@@ -76,6 +77,22 @@ attest_status attest_lf_named_target(const char *target, char *buf, size_t cap) 
  * folder corpus_arg (made when missing) or, when NULL, work/corpus. */
 attest_status attest_lf_scratch(const char *corpus_arg, char *work, size_t wcap, char *corpus,
                                 size_t ccap) ATTEST_MUST_CHECK;
+
+/* What the verb's libFuzzer paths (a kernel's target, fuzz_topk) fill alike, and the buffers
+ * the options point into. */
+typedef struct attest_lf_setup {
+    attest_lf_options lo;
+    char target[4096], work[4096], corpus[4200];
+} attest_lf_setup;
+
+/* Takes the target from --fuzzer (an executable) or as fuzz/fuzz_<name> beside this executable,
+ * checks --dict, makes the scratch folder and the corpus (attest_lf_scratch), and fills s->lo's
+ * target, corpus, dict, workdir, limits, jobs, reruns, seed and progress from them and `run`;
+ * the caller fills the rest (candidate, policy, structure, features). Returns -1 to go on, else
+ * prints one line and returns the exit status. */
+int attest_lf_setup_from(const char *verb, const char *name, const char *fuzzer,
+                         const char *dict, const char *corpus_arg, const fuzz_settings *run,
+                         attest_lf_setup *s);
 
 /* Removes a scratch folder this command made (files one level down and one more). */
 void attest_lf_remove_tree(const char *dir);

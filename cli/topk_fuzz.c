@@ -331,35 +331,15 @@ static int run_libfuzzer(const attest_topk_fuzz_options *o, const attest_topk_ca
     if (o->gen_given)
         return attest_cli_usage_error(VERB, "generator bounds are options of --engine search (the "
                                       "libFuzzer targets draw their cases from the input)");
-    char target[4096];
-    if (o->fuzzer) {
-        if (access(o->fuzzer, X_OK) != 0)
-            return attest_cli_usage_error(VERB, "--fuzzer %s: not an executable: %s", o->fuzzer,
-                                          strerror(errno));
-        snprintf(target, sizeof target, "%s", o->fuzzer);
-    } else if (attest_lf_named_target("topk", target, sizeof target) != ATTEST_OK) {
-        return attest_cli_usage_error(VERB, "--engine libfuzzer: %s", attest_last_error());
-    }
-    if (o->dict && access(o->dict, R_OK) != 0)
-        return attest_cli_usage_error(VERB, "--dict %s: %s", o->dict, strerror(errno));
-    char work[4096], corpus[4200];
-    if (attest_lf_scratch(o->corpus, work, sizeof work, corpus, sizeof corpus) != ATTEST_OK)
-        return attest_cli_usage_error(VERB, "%s", attest_last_error());
-    attest_lf_options lo;
-    memset(&lo, 0, sizeof lo);
-    lo.target = target;
+    attest_lf_setup setup;
+    const int rc = attest_lf_setup_from(VERB, "topk", o->fuzzer, o->dict, o->corpus, &o->run,
+                                        &setup);
+    if (rc >= 0) return rc;
+    attest_lf_options lo = setup.lo;
+    const char *target = setup.target, *work = setup.work;
     lo.candidate = o->candidate;
-    lo.corpus = corpus;
-    lo.dict = o->dict;
-    lo.workdir = work;
-    lo.time = o->run.time;
-    lo.timeout = o->run.timeout;
-    lo.jobs = o->run.jobs;
-    lo.reruns = o->run.reruns;
-    lo.seed = o->run.seed;
     lo.structure = !o->no_structure; /* semantic counters on or off (no custom mutator) */
     lo.features = fuzz_topk_feature_count();
-    lo.progress = !o->run.quiet && attest_cli_interactive();
     printf("attest fuzz: %s (topk), libFuzzer (%s), up to %.0f s over %d job%s, seed %" PRIu64
            " (--seed %" PRIu64 "), results in %s\n",
            cand->name, target, o->run.time, o->run.jobs, o->run.jobs == 1 ? "" : "s", o->run.seed, o->run.seed, o->run.out);
