@@ -1,6 +1,6 @@
 /* bench_references: times the CPU references on production shapes.
  *
- *   bench_references [--reps N] [--quick] [--only ROW] [--digest N]
+ *   bench_references [--reps N] [--quick] [--only ROW] [--digest N] [--kernels]
  *
  * Cases are built here by hand (random bytes at the layouts' offsets, no generator), so the
  * benchmark depends only on the case and reference APIs. Each row prints the median of N calls
@@ -8,6 +8,9 @@
  * of the dot products and value sums; MB/s counts the cache bytes the call must read (selected tokens or valid positions).
  * --quick shrinks the largest shapes for a smoke run; --only ROW runs the ROW-th shape alone
  * (1-based; the top-k row goes with the last indexer shape), e.g. under `perf stat`.
+ * --kernels also times the built-in float32 kernels (cpu-mla-decode, cpu-indexer) on each
+ * shape, a row after the reference's: their vector loops are the other per-ISA code
+ * (attest/isa.h).
  *
  * --digest N prints, instead of timings, a digest of the bytes of every reference output and
  * every computed bound of N generated cases per family (seed 1; default bounds, then a quarter
@@ -33,6 +36,7 @@
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 static int g_only, g_row; /* --only N: run the N-th shape alone (1-based), for perf stat */
+static int g_kernels;     /* --kernels: the built-in CPU kernels' rows too */
 
 static int skip_row(void) { return g_only != 0 && ++g_row != g_only; }
 
@@ -104,6 +108,40 @@ static void print_row(const char *kernel, const char *shape, double ms, double g
 /* ---- mla decode ----------------------------------------------------------------------------- */
 
 /* Fills a pool with random tokens: fp8 data, scales near 2^-5 (UE8M0 or fp32), bf16 rope. */
+/* Times a built-in kernel on the case (outputs overwritten), a row named after it. */
+static void bench_kernel(const char *name, attest_case *c, const char *shape, int reps,
+                         double gflop, double gb)
+{
+    if (!g_kernels) return;
+    const attest_candidate *cand = attest_builtin_find(name);
+    if (!cand) {
+        fprintf(stderr, "bench: no built-in %s\n", name);
+        exit(2);
+    }
+    attest_kernel_args args;
+    check(attest_case_args(c, &args), "case arguments");
+    void *ctx = NULL;
+    if (cand->init && cand->init(&ctx) != 0) exit(2);
+    if (cand->supports && !cand->supports(ctx, &args)) {
+        printf("| %-10s | %-54s | unsupported |\n", name, shape);
+        if (cand->fini) cand->fini(ctx);
+        return;
+    }
+    double *t = malloc((size_t)reps * sizeof *t);
+    if (t == NULL) exit(2);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        if (cand->run(ctx, &args) != 0) {
+            fprintf(stderr, "bench: %s failed\n", name);
+            exit(2);
+        }
+        t[r] = now_s() - t0;
+    }
+    if (cand->fini) cand->fini(ctx);
+    print_row(name, shape, 1e3 * median(t, reps), gflop, gb);
+    free(t);
+}
+
 static void fill_mla_pool(attest_layout_id id, uint8_t *pool, int32_t pages, int32_t P,
                           int64_t stride)
 {
@@ -212,6 +250,7 @@ static void bench_mla(attest_layout_id id, int32_t b, int32_t h_q, int32_t topk,
     snprintf(shape, sizeof shape, "%s b=%d s_q=1 h=%d topk=%d%s P=%d%s", attest_layout_name(id), b,
              h_q, topk, extra, P, with_sink ? " sink" : "");
     print_row("mla-decode", shape, 1e3 * median(t, reps), gflop, gb);
+    bench_kernel("cpu-mla-decode", &c, shape, reps, gflop, gb);
     free(out);
     free(lse);
     free(t);
@@ -273,6 +312,7 @@ static void bench_indexer(int32_t b, int32_t len, int32_t next_n, int reps, int 
     char shape[96];
     snprintf(shape, sizeof shape, "c4-indexer b=%d next_n=%d H=64 D=128 L=%d", b, next_n, len);
     print_row("indexer", shape, 1e3 * median(t, reps), gflop, gb);
+    bench_kernel("cpu-indexer", &c, shape, reps, gflop, gb);
 
     if (with_topk) {
         int32_t idx[512];
@@ -382,8 +422,11 @@ int main(int argc, char **argv)
             g_only = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--digest") && i + 1 < argc) {
             digest_cases = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--kernels")) {
+            g_kernels = 1;
         } else {
-            fprintf(stderr, "usage: %s [--reps N] [--quick] [--only ROW] [--digest N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--reps N] [--quick] [--only ROW] [--digest N] [--kernels]\n",
+                    argv[0]);
             return 2;
         }
     }

@@ -83,13 +83,14 @@ if want refs; then
     echo "the two revisions, as they did in issue 10's item 4: then compare with a later --old)"
     paste <(echo "$d_old") <(echo "$d_new"); fi
   echo
-  echo "| shape | before ms | after ms | speed-up |"
-  echo "|---|---|---|---|"
-  for r in $(seq 1 8); do # the shapes of bench_references.c, in its order
-    a=$("$dir/old-rel/bench/bench_references" --reps "$reps" --only "$r" | grep '^| [a-z]' | tail -n +2)
-    b=$("$dir/new-rel/bench/bench_references" --reps "$reps" --only "$r" | grep '^| [a-z]' | tail -n +2)
-    paste -d'\n' <(echo "$a") <(echo "$b") | awk -F'|' 'NR % 2 == 1 {shape = $3; t = $4 + 0}
-      NR % 2 == 0 {gsub(/ +$/, "", shape); printf "|%s | %.2f | %.2f | %.2fx |\n", shape, t, $4, t / $4}'
+  echo "| what | shape | before ms | after ms | speed-up |"
+  echo "|---|---|---|---|---|"
+  for r in $(seq 1 8); do # the shapes of bench_references.c, in its order; the kernels' rows too
+    a=$("$dir/old-rel/bench/bench_references" --kernels --reps "$reps" --only "$r" | grep '^| [a-z]' | tail -n +2)
+    b=$("$dir/new-rel/bench/bench_references" --kernels --reps "$reps" --only "$r" | grep '^| [a-z]' | tail -n +2)
+    paste -d'\n' <(echo "$a") <(echo "$b") | awk -F'|' 'NR % 2 == 1 {what = $2; shape = $3; t = $4 + 0}
+      NR % 2 == 0 {gsub(/ +$/, "", what); gsub(/ +$/, "", shape)
+        printf "|%s |%s | %.2f | %.2f | %.2fx |\n", what, shape, t, $4, t / $4}'
   done
   if python3 -c 'import numpy' 2>/dev/null; then
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
