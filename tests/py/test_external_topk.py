@@ -136,6 +136,15 @@ def main():
         check(len(set(pids)) == 3, f"{name}: expected 3 processes (load, first, replacement), "
               f"got {pids}")
 
+    # A process start slower than --timeout is not a failed start: the start has the load's
+    # allowance, the time limit is the run's.
+    os.environ["ATTEST_TEST_SLOW_START"] = "1.5"
+    try:
+        rc, out, err = topk(f"py:{FAULTS}:returns_copy", "--timeout", "1", cases=3)
+    finally:
+        del os.environ["ATTEST_TEST_SLOW_START"]
+    check(rc == 0 and "result: PASS (3 cases)" in out, f"slow start under --timeout 1: exit {rc}\n{out}")
+
     # 4. A SIGKILLed attest leaves no candidate process behind.
     state = os.path.join(tmp, "state-killed")
     env = {**os.environ, "CI": "1", "ATTEST_TEST_STATE": state}

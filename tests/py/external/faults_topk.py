@@ -17,6 +17,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "py
 import attest_candidate as ac  # noqa: E402
 from numpy_topk import select  # noqa: E402
 
+# A slow start (importing torch, compiling a kernel): every process of this module takes
+# $ATTEST_TEST_SLOW_START seconds before its hello.
+time.sleep(float(os.environ.get("ATTEST_TEST_SLOW_START", "0")))
+
 STATE = os.environ.get("ATTEST_TEST_STATE", "")
 if STATE:
     with open(STATE + ".pids", "a") as f:
