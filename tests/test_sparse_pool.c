@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -203,7 +204,15 @@ static void test_offsets_past_2g(void **state)
 
 /* The same pool held by the case itself (sparse_pools): attest_case_alloc_heap reserves it, only
  * the used pages are written. */
+static void build_owned_pages(attest_case *c, const int32_t *pages, size_t num_pages);
+
 static void build_owned(attest_case *c)
+{
+    build_owned_pages(c, used_pages, sizeof used_pages / sizeof used_pages[0]);
+}
+
+/* The same with the indices reaching `pages` (TOPK indices spread over them). */
+static void build_owned_pages(attest_case *c, const int32_t *pages, size_t num_pages)
 {
     memset(c, 0, sizeof *c);
     c->kernel = ATTEST_KERNEL_MLA_DECODE;
@@ -227,17 +236,18 @@ static void build_owned(attest_case *c)
     const attest_scale_policy policy = {ATTEST_SCALE_POW2, ATTEST_UE8M0_FLASHMLA,
                                         ATTEST_FP8_NONSAT};
     float values[512];
-    for (size_t u = 0; u < sizeof used_pages / sizeof used_pages[0]; u++) {
-        uint8_t *page = pool + (uint64_t)used_pages[u] * L.page_stride;
+    for (size_t u = 0; u < num_pages; u++) {
+        uint8_t *page = pool + (uint64_t)pages[u] * L.page_stride;
         memset(page, 0xFF, L.page_stride);
         for (uint32_t slot = 0; slot < 64; slot += 9) {
             for (int d = 0; d < 512; d++)
-                values[d] = (float)((d * 7 + slot * 13 + used_pages[u] % 97) % 31 - 15) / 8.0f;
+                values[d] = (float)((d * 7 + slot * 13 + pages[u] % 97) % 31 - 15) / 8.0f;
             assert_ok(attest_layout_encode_token(&L, page, slot, values, &policy));
         }
     }
     int32_t *idx = attest_case_tensor(c, "indices")->data;
-    for (int k = 0; k < TOPK; k++) idx[k] = used_pages[k / 2] * 64 + (k % 2 ? 9 : 27);
+    for (int k = 0; k < TOPK; k++)
+        idx[k] = pages[(size_t)k * num_pages / TOPK] * 64 + (k % 2 ? 9 : 27);
     uint16_t *q = attest_case_tensor(c, "q_bf16")->data;
     for (int i = 0; i < 2 * 512; i++)
         q[i] = attest_bf16_encode((float)((i * 5) % 17 - 8) / 16.0f);
@@ -291,6 +301,99 @@ static void test_runner_places_only_reached_pages(void **state)
      * 2.45 GB a dense placement would write. */
     if (before > 0 && after > 0) assert_true(after - before < 64 * 1024);
     attest_case_free(&c);
+}
+
+static long minor_faults(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_minflt : -1;
+}
+
+/* Resident shared memory of this process (the arena), in KiB (RssShmem). */
+static long shmem_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "RssShmem: %ld kB", &kib) == 1) break;
+    fclose(f);
+    return kib;
+}
+
+static attest_verdict judge_again(attest_runner *r, const attest_case *c)
+{
+    attest_case_record rec;
+    assert_ok(attest_runner_judge(r, c, &rec, NULL));
+    return rec.verdict;
+}
+
+/* Cases one after another in one runner with the same layout, as a fuzz target's mutations of
+ * one generated case: the pages both reach stay placed instead of being released and faulted in
+ * again, the pages only the last case reached go back (the arena's resident memory shrinks by
+ * them), and the verdicts stay OK. */
+static void test_runner_keeps_the_pages_both_cases_reach(void **state)
+{
+    (void)state;
+    attest_case all, near;
+    build_owned(&all);
+    const int32_t near_pages[] = {0, 1};
+    build_owned_pages(&near, near_pages, 2);
+    const attest_candidate *cand = NULL;
+    assert_ok(attest_candidate_resolve("cpu-mla-decode", &cand));
+    attest_runner_options o = attest_runner_defaults();
+    o.reference = attest_ref_simulated;
+    o.isolate = 0;
+    attest_runner *r = NULL;
+    assert_ok(attest_runner_create(cand, &o, &r));
+    assert_int_equal(judge_again(r, &all), ATTEST_VERDICT_OK);
+    assert_int_equal(judge_again(r, &all), ATTEST_VERDICT_OK);
+    long f0 = minor_faults();
+    assert_int_equal(judge_again(r, &all), ATTEST_VERDICT_OK);
+    const long same = minor_faults() - f0;
+    const long with_far = shmem_kib();
+    assert_int_equal(judge_again(r, &near), ATTEST_VERDICT_OK);
+    const long without_far = shmem_kib();
+    f0 = minor_faults();
+    assert_int_equal(judge_again(r, &all), ATTEST_VERDICT_OK);
+    const long far_again = minor_faults() - f0;
+    attest_runner_destroy(r);
+    /* The two far pages (2 x 37,440 bytes, 19 OS pages) went back after `all` and came again. */
+    if (with_far >= 0 && without_far >= 0) assert_true(with_far - without_far >= 64);
+    print_message("minor faults: %ld judging the same case again, %ld after the far pages went\n",
+                  same, far_again);
+    assert_true(far_again >= same + 16);
+    attest_case_free(&all);
+    attest_case_free(&near);
+}
+
+/* A page the last case placed and this one does not reach faults as any unplaced page does: the
+ * payload-stride kernel's far reads land on pages 65421-65423, which the first case placed. */
+static void test_runner_page_of_the_last_case_faults(void **state)
+{
+    (void)state;
+#ifdef ATTEST_WITH_MUTANTS
+    attest_case before, c;
+    const int32_t before_pages[] = {0, 1, 65421, 65422, 65423};
+    build_owned_pages(&before, before_pages, 5);
+    build_owned(&c);
+    const attest_candidate *cand = NULL;
+    assert_ok(attest_candidate_resolve("mutant-mla-payload-stride", &cand));
+    attest_runner_options o = attest_runner_defaults();
+    o.reference = attest_ref_simulated;
+    attest_runner *r = NULL;
+    assert_ok(attest_runner_create(cand, &o, &r));
+    attest_case_record rec;
+    assert_ok(attest_runner_judge(r, &before, &rec, NULL));
+    assert_ok(attest_runner_judge(r, &c, &rec, NULL));
+    attest_runner_destroy(r);
+    if (rec.verdict != ATTEST_VERDICT_CRASH) print_message("%s\n", rec.message);
+    assert_int_equal(rec.verdict, ATTEST_VERDICT_CRASH);
+    assert_non_null(strstr(rec.message, "unplaced page"));
+    attest_case_free(&before);
+    attest_case_free(&c);
+#endif
 }
 
 /* An access outside the placed pages faults in the worker: CRASH, naming the page when the
@@ -607,6 +710,8 @@ int main(void)
         cmocka_unit_test(test_offsets_past_2g),
         cmocka_unit_test(test_runner_places_only_reached_pages),
         cmocka_unit_test(test_runner_unplaced_access_is_a_crash),
+        cmocka_unit_test(test_runner_keeps_the_pages_both_cases_reach),
+        cmocka_unit_test(test_runner_page_of_the_last_case_faults),
         cmocka_unit_test(test_casefile_round_trip),
         cmocka_unit_test(test_generated_high_pools),
         cmocka_unit_test(test_device_mirror),

@@ -219,7 +219,47 @@ static void sparse_release(arena *a)
     if (a->base != NULL && a->sparse_end > a->sparse_begin && a->sparse_end <= a->capacity)
         (void)madvise(a->base + a->sparse_begin, a->sparse_end - a->sparse_begin, MADV_REMOVE);
     a->sparse_begin = a->sparse_end = 0;
-    a->num_extents = 0;
+}
+
+/* When the next case lays everything out at the same offsets (a fuzz target's mutations of one
+ * generated case do), only the last case's pages this one does not reach go back: the pages
+ * both reach stay committed and are overwritten by the copy, instead of being punched and
+ * faulted in again (a fault and a zeroing per OS page, most of a sparse case's cost). What stays
+ * committed is then exactly what this case writes, as after a whole release. Both extent lists
+ * are ascending. */
+static void sparse_keep(arena *a)
+{
+    const uint64_t ps = os_page();
+    size_t j = 0;
+    for (size_t i = 0; i < a->num_prev; i++) {
+        uint64_t lo = a->prev[i].at;
+        const uint64_t hi = a->prev[i].at + a->prev[i].len;
+        while (lo < hi) {
+            while (j < a->num_extents && a->extents[j].at + a->extents[j].len <= lo) j++;
+            const int covered = j < a->num_extents && a->extents[j].at < hi;
+            const uint64_t stop = covered ? (a->extents[j].at > lo ? a->extents[j].at : lo) : hi;
+            /* Whole OS pages only: a page shared with a kept extent stays. */
+            const uint64_t from = (lo + ps - 1) / ps * ps, to = stop / ps * ps;
+            if (to > from) (void)madvise(a->base + from, to - from, MADV_REMOVE);
+            if (!covered) break;
+            lo = a->extents[j].at + a->extents[j].len;
+        }
+    }
+    a->num_prev = 0;
+}
+
+/* The new layout puts every tensor where the last case had it: the committed pages outside the
+ * extents (canaries, the tensors after a pool) are then the same ones. */
+static int same_layout(const arena *a, const arena_slot *slots, size_t num)
+{
+    if (a->base == NULL || a->sparse_end == 0 || num != a->num_slots) return 0;
+    for (size_t k = 0; k < num; k++) {
+        const arena_slot *o = &a->slots[k], *s = &slots[k];
+        if (o->data != s->data || o->nbytes != s->nbytes || o->pre_begin != s->pre_begin ||
+            o->post_end != s->post_end || o->sparse != s->sparse)
+            return 0;
+    }
+    return 1;
 }
 
 int arena_protect_sparse(const arena_control *ctl, int protect)
@@ -396,22 +436,35 @@ attest_status arena_place(arena *a, const attest_case *src, int *remapped)
         s->modified = 0;
         offset = s->post_end;
     }
-    /* The last case's sparse pages go back before this one's are listed. */
-    sparse_release(a);
+    /* The last case's extents stay aside until this one's are listed (sparse_keep). */
+    a->num_prev = a->num_extents;
+    memcpy(a->prev, a->extents, a->num_extents * sizeof a->extents[0]);
+    a->num_extents = 0;
     size_t num_sparse = 0;
     for (size_t k = 0; k < num; k++) {
         arena_slot *s = &slots[k];
         if (!s->sparse) continue;
-        ATTEST_RETURN_IF(num_sparse == ARENA_MAX_SPARSE, ATTEST_ERR_INTERNAL,
-                         "arena: more than %u sparse pools", ARENA_MAX_SPARSE);
+        if (num_sparse == ARENA_MAX_SPARSE) {
+            sparse_release(a);
+            a->num_extents = a->num_prev = 0;
+            return attest_fail(ATTEST_ERR_INTERNAL, "arena: more than %u sparse pools",
+                               ARENA_MAX_SPARSE);
+        }
         num_sparse++;
         const unsigned pool = attest_case_tensor_pool(src, (size_t)s->tensor);
         attest_status st = sparse_extents(a, s, src, pool);
         if (st != ATTEST_OK) {
-            a->num_extents = 0;
+            sparse_release(a);
+            a->num_extents = a->num_prev = 0;
             return st;
         }
         s->checksum = sparse_checksum(a, s, src->tensors[s->tensor].data);
+    }
+    if (same_layout(a, slots, num)) {
+        sparse_keep(a);
+    } else {
+        sparse_release(a);
+        a->num_prev = 0;
     }
     if (a->base == NULL || offset > a->capacity) {
         ATTEST_FORWARD(arena_map(a, offset));

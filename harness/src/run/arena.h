@@ -95,6 +95,9 @@ typedef struct arena {
     arena_extent extents[ARENA_MAX_EXTENTS];
     size_t sparse_begin, sparse_end; /* [begin, end): what the last case placed from its first
                                         sparse pool's guard on (sparse_release) */
+    size_t num_prev;      /* the last case's extents while the next one is laid out: the pages
+                           * both place stay (sparse_keep) */
+    arena_extent prev[ARENA_MAX_EXTENTS];
 } arena;
 
 void arena_init(arena *a);
