@@ -7,7 +7,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"
 
 apt_packages=(build-essential cmake pkg-config clang libclang-rt-14-dev
-              libhdf5-dev hdf5-tools libcmocka-dev libjansson-dev libxxhash-dev python3 python3-pip)
+              libhdf5-dev hdf5-tools libcmocka-dev libjansson-dev python3 python3-pip)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

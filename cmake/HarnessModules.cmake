@@ -66,7 +66,6 @@ foreach(m ${ATTEST_MODULES})
   add_library(attest_${m} OBJECT ${sources})
   target_include_directories(attest_${m} PRIVATE ${view} ${CMAKE_BINARY_DIR}/generated
     ${private_dirs})
-  target_include_directories(attest_${m} SYSTEM PRIVATE ${XXHASH_INCLUDE_DIR})
   target_link_libraries(attest_${m} PRIVATE hdf5::hdf5 hdf5::hdf5_hl PkgConfig::JANSSON
     Threads::Threads)
   list(APPEND _attest_objects $<TARGET_OBJECTS:attest_${m}>)

@@ -396,6 +396,51 @@ static void test_runner_page_of_the_last_case_faults(void **state)
 #endif
 }
 
+/* The correct kernel, then one byte written on the last placed page, past 2^31 bytes. */
+static const attest_candidate *correct_mla;
+static int run_writes_far_page(void *ctx, const attest_kernel_args *args)
+{
+    const int rc = correct_mla->run(ctx, args);
+    uint8_t *pool = (uint8_t *)args->u.mla.cache;
+    pool[(uint64_t)(NUM_PAGES - 1) * 37440 + 100] ^= 1;
+    return rc;
+}
+
+/* A kernel that writes a placed page of a sparse pool changed an input: the arena's check
+ * compares the pool's extents with the case's own bytes, isolated or not. */
+static void test_runner_pool_write_is_input_modified(void **state)
+{
+    (void)state;
+    assert_ok(attest_candidate_resolve("cpu-mla-decode", &correct_mla));
+    const attest_candidate cand = {.abi_version = ATTEST_CANDIDATE_ABI_VERSION,
+                                   .struct_size = sizeof(attest_candidate),
+                                   .name = "writes-far-page",
+                                   .description = "test candidate",
+                                   .kernel = ATTEST_KERNEL_MLA_DECODE,
+                                   .run = run_writes_far_page};
+    attest_case c;
+    build_owned(&c);
+    char want[96];
+    snprintf(want, sizeof want, "input 'cache_bytes' modified: 1 bytes changed, first at byte %llu",
+             (unsigned long long)(NUM_PAGES - 1) * 37440 + 100);
+    for (int isolate = 0; isolate <= 1; isolate++) {
+        attest_runner_options o = attest_runner_defaults();
+        o.reference = attest_ref_simulated;
+        o.isolate = isolate;
+        attest_runner *r = NULL;
+        assert_ok(attest_runner_create(&cand, &o, &r));
+        attest_case_record rec;
+        assert_ok(attest_runner_judge(r, &c, &rec, NULL));
+        attest_runner_destroy(r);
+        if (rec.verdict != ATTEST_VERDICT_INPUT_MODIFIED) print_message("%s\n", rec.message);
+        assert_int_equal(rec.verdict, ATTEST_VERDICT_INPUT_MODIFIED);
+        assert_non_null(strstr(rec.message, want));
+        /* restored before the second run: not also nondeterministic */
+        assert_int_equal(rec.integrity_flags, ATTEST_INTEGRITY_INPUT_MODIFIED);
+    }
+    attest_case_free(&c);
+}
+
 /* An access outside the placed pages faults in the worker: CRASH, naming the page when the
  * address lies in the pool. */
 static void test_runner_unplaced_access_is_a_crash(void **state)
@@ -712,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_runner_unplaced_access_is_a_crash),
         cmocka_unit_test(test_runner_keeps_the_pages_both_cases_reach),
         cmocka_unit_test(test_runner_page_of_the_last_case_faults),
+        cmocka_unit_test(test_runner_pool_write_is_input_modified),
         cmocka_unit_test(test_casefile_round_trip),
         cmocka_unit_test(test_generated_high_pools),
         cmocka_unit_test(test_device_mirror),

@@ -1,18 +1,13 @@
-/* The guarded arena (arena.h): placement, poison, canaries, input checksums. */
+/* The guarded arena (arena.h): placement, poison, canaries, the input check. */
 #include "arena.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-/* XXH3 inlined (header only): every byte of every input is hashed before and after each run,
- * and xxHash is the well-kept fast hash for it; inlining keeps libxxhash out of the link, so
- * the static executable and plugins need nothing new at run time. */
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include "attest/runner.h"
 
@@ -125,8 +120,6 @@ static size_t scan_canary(const uint8_t *p, size_t n, size_t *changed)
     return first;
 }
 
-uint64_t arena_checksum(const void *data, size_t n) { return XXH3_64bits(data, n); }
-
 /* --- sparse pools ------------------------------------------------------------------------ */
 
 static size_t os_page(void)
@@ -187,19 +180,6 @@ static attest_status sparse_extents(arena *a, arena_slot *s, const attest_case *
     free(pages);
     s->num_extents = a->num_extents - s->first_extent;
     return st;
-}
-
-/* Checksum of a sparse pool's extents, read from `pool` (the tensor's first byte; extents are
- * arena offsets, relative to the slot's data). */
-static uint64_t sparse_checksum(const arena *a, const arena_slot *s, const uint8_t *pool)
-{
-    XXH3_state_t st;
-    XXH3_64bits_reset(&st);
-    for (size_t k = 0; k < s->num_extents; k++) {
-        const arena_extent *e = &a->extents[s->first_extent + k];
-        XXH3_64bits_update(&st, pool + (e->at - s->data), e->len);
-    }
-    return XXH3_64bits_digest(&st);
 }
 
 static void sparse_copy(const arena *a, const arena_slot *s, const uint8_t *from)
@@ -430,9 +410,6 @@ attest_status arena_place(arena *a, const attest_case *src, int *remapped)
         }
         s->nbytes = t->nbytes;
         s->post_end = align_up(s->data + t->nbytes + ARENA_CANARY_BYTES, ARENA_ALIGN);
-        s->checksum = t->role == ATTEST_ROLE_INPUT && !s->sparse
-                          ? arena_checksum(t->data, t->nbytes)
-                          : 0;
         s->modified = 0;
         offset = s->post_end;
     }
@@ -458,7 +435,6 @@ attest_status arena_place(arena *a, const attest_case *src, int *remapped)
             a->num_extents = a->num_prev = 0;
             return st;
         }
-        s->checksum = sparse_checksum(a, s, src->tensors[s->tensor].data);
     }
     if (same_layout(a, slots, num)) {
         sparse_keep(a);
@@ -579,6 +555,22 @@ int arena_check_canaries(const arena *a, char *msg, size_t cap)
     return damaged;
 }
 
+/* Whether an input's arena bytes (a sparse pool: its extents) still equal the case's own: one
+ * exact comparison after each run, where a checksum needed a pass over the source at placement
+ * and one over the arena after each run. The source is the parent's memory (a worker cannot
+ * write it), as the checksums were. */
+static int input_intact(const arena *a, const arena_slot *s, const uint8_t *orig)
+{
+    const uint8_t *now = a->base + s->data;
+    if (!s->sparse) return s->nbytes == 0 || memcmp(now, orig, s->nbytes) == 0;
+    for (size_t k = 0; k < s->num_extents; k++) {
+        const arena_extent *e = &a->extents[s->first_extent + k];
+        const size_t at = e->at - s->data;
+        if (memcmp(now + at, orig + at, e->len) != 0) return 0;
+    }
+    return 1;
+}
+
 int arena_check_inputs(arena *a, const attest_case *src, char *msg, size_t cap)
 {
     int modified = 0;
@@ -586,12 +578,10 @@ int arena_check_inputs(arena *a, const attest_case *src, char *msg, size_t cap)
         arena_slot *s = &a->slots[k];
         if (s->role != ATTEST_ROLE_INPUT) continue;
         const uint8_t *now = a->base + s->data;
-        const uint64_t sum =
-            s->sparse ? sparse_checksum(a, s, now) : arena_checksum(now, s->nbytes);
-        if (sum == s->checksum) continue;
+        const uint8_t *orig = src->tensors[s->tensor].data;
+        if (input_intact(a, s, orig)) continue;
         s->modified = 1;
         if (modified == 0) {
-            const uint8_t *orig = src->tensors[s->tensor].data;
             size_t first = 0, changed = 0;
             for (size_t k = 0; k < (s->sparse ? s->num_extents : 1); k++) {
                 /* A sparse pool compares its extents only: nothing else is placed. */

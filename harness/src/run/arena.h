@@ -7,7 +7,7 @@
  *
  * Every tensor starts at a 256-byte aligned offset (what cudaMalloc gives) with at least
  * ARENA_CANARY_BYTES of a position-dependent pattern before and after it; outputs are filled with
- * a NaN poison pattern; inputs are checksummed. Truth tensors are not placed (a candidate never
+ * a NaN poison pattern; inputs are compared with the case's own after each run. Truth tensors are not placed (a candidate never
  * sees them). The data region [data_begin, used) is contiguous, so a device mirror is one copy.
  * Growing re-maps the arena: a worker forked before that still sees the old mapping and must be
  * restarted (compare `generation`).
@@ -77,7 +77,6 @@ typedef struct arena_slot {
     size_t data;          /* offset of the tensor's first byte */
     size_t nbytes;
     size_t post_end;      /* canary after: [data + nbytes, post_end) */
-    uint64_t checksum;    /* inputs: checksum of the source bytes (a sparse pool's extents) */
     int modified;         /* inputs: the last check found it changed */
     int sparse;           /* a sparse pool: only extents [first_extent, +num_extents) placed */
     size_t first_extent, num_extents;
@@ -104,8 +103,8 @@ void arena_init(arena *a);
 void arena_release(arena *a);
 
 /* Places a case's inputs and outputs: grows the mapping when needed (*remapped = 1 then),
- * copies inputs (a sparse pool: only its extents), poisons outputs, writes canaries and takes
- * input checksums. The placed case (a copy of `src` with arena pointers) is
+ * copies inputs (a sparse pool: only its extents), poisons outputs and writes canaries. The
+ * case's tensors must keep their bytes until its last arena_check_inputs. The placed case (a copy of `src` with arena pointers) is
  * a->control->placed. */
 attest_status arena_place(arena *a, const attest_case *src, int *remapped) ATTEST_MUST_CHECK;
 
@@ -117,8 +116,8 @@ void arena_reset_run(arena *a, const attest_case *src);
  * msg ("canary after 'logits' changed at +0 (4 bytes)"). */
 int arena_check_canaries(const arena *a, char *msg, size_t cap);
 
-/* Checks every input against its checksum. Returns the number of modified inputs and describes
- * the first in msg, with the first changed byte found by comparing with `src`. */
+/* Compares every input (a sparse pool: its extents) with `src`, the case given to arena_place.
+ * Returns the number of modified inputs and describes the first in msg. */
 int arena_check_inputs(arena *a, const attest_case *src, char *msg, size_t cap);
 
 /* Returns the arena's copy of tensor `index` of the case (NULL for truth tensors). */
@@ -147,8 +146,5 @@ int arena_for_each_placed(const arena_control *ctl, int (*fn)(void *ctx, uint64_
  * pool's guard, then its unplaced OS pages), in order, at arena offsets; the same return. */
 int arena_for_each_unplaced(const arena_control *ctl,
                             int (*fn)(void *ctx, uint64_t at, uint64_t len), void *ctx);
-
-/* The 64-bit checksum of the input bytes: XXH3 (xxHash). */
-uint64_t arena_checksum(const void *data, size_t n);
 
 #endif /* ATTEST_ARENA_H */
