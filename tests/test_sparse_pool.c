@@ -441,6 +441,73 @@ static void test_runner_pool_write_is_input_modified(void **state)
     attest_case_free(&c);
 }
 
+/* Reads one byte of page 65534 (placed by build_owned's case, not by the {0, 1} one): always, or
+ * only when an index of the case reaches that page. */
+static volatile uint8_t sink_byte;
+static int read_always;
+static int run_reads_page_65534(void *ctx, const attest_kernel_args *args)
+{
+    (void)ctx;
+    int reached = read_always;
+    for (int k = 0; k < TOPK; k++) reached |= args->u.mla.indices[k] / 64 == 65534;
+    if (reached) sink_byte = args->u.mla.cache[(uint64_t)65534 * 37440 + 64];
+    return 0;
+}
+
+/* In a child: an in-process runner of the page-65534 reader judges `first`, then `second`.
+ * Returns the signal that ended the child, or 0 when both judgements returned. */
+static int in_process_pair(const attest_case *first, const attest_case *second, int always)
+{
+    read_always = always;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGBUS, SIG_DFL);
+        const attest_candidate cand = {.abi_version = ATTEST_CANDIDATE_ABI_VERSION,
+                                       .struct_size = sizeof(attest_candidate),
+                                       .name = "reads-page-65534",
+                                       .description = "test candidate",
+                                       .kernel = ATTEST_KERNEL_MLA_DECODE,
+                                       .run = run_reads_page_65534};
+        attest_runner_options o = attest_runner_defaults();
+        o.reference = attest_ref_simulated;
+        o.isolate = 0;
+        o.reruns = 2;
+        attest_runner *r = NULL;
+        attest_case_record rec;
+        if (attest_runner_create(&cand, &o, &r) != ATTEST_OK) _exit(3);
+        if (attest_runner_judge(r, first, &rec, NULL) != ATTEST_OK) _exit(4);
+        if (attest_runner_judge(r, second, &rec, NULL) != ATTEST_OK) _exit(5);
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status)) return WTERMSIG(status);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    return 0;
+}
+
+/* An in-process runner keeps the unplaced pages protected between cases laid out alike: a page
+ * the last case placed and this one does not reach faults; a page this one reaches and the last
+ * did not is readable. */
+static void test_in_process_protection_follows_the_case(void **state)
+{
+    (void)state;
+    attest_case all, near;
+    build_owned(&all);
+    const int32_t near_pages[] = {0, 1};
+    build_owned_pages(&near, near_pages, 2);
+    assert_int_equal(in_process_pair(&all, &near, 1), SIGSEGV);
+    assert_int_equal(in_process_pair(&near, &all, 0), 0);
+    assert_int_equal(in_process_pair(&all, &all, 1), 0);
+    assert_int_equal(in_process_pair(&near, &near, 1), SIGSEGV);
+    attest_case_free(&all);
+    attest_case_free(&near);
+}
+
 /* An access outside the placed pages faults in the worker: CRASH, naming the page when the
  * address lies in the pool. */
 static void test_runner_unplaced_access_is_a_crash(void **state)
@@ -758,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_runner_keeps_the_pages_both_cases_reach),
         cmocka_unit_test(test_runner_page_of_the_last_case_faults),
         cmocka_unit_test(test_runner_pool_write_is_input_modified),
+        cmocka_unit_test(test_in_process_protection_follows_the_case),
         cmocka_unit_test(test_casefile_round_trip),
         cmocka_unit_test(test_generated_high_pools),
         cmocka_unit_test(test_device_mirror),

@@ -42,6 +42,7 @@ void arena_init(arena *a)
 
 void arena_release(arena *a)
 {
+    a->guarded = 0;
     if (a->base) munmap(a->base, a->capacity);
     a->base = NULL;
     a->control = NULL;
@@ -194,38 +195,80 @@ static void sparse_copy(const arena *a, const arena_slot *s, const uint8_t *from
  * case writes other pages of a mapping of gigabytes (its extents, and the tensors after the pool,
  * whose offsets move with the pool's size), which would otherwise stay committed, case after
  * case. Punching the range costs in the pages present, not in its size. */
+static void unguard(arena *a);
+
 static void sparse_release(arena *a)
 {
+    unguard(a); /* MADV_REMOVE needs write access */
     if (a->base != NULL && a->sparse_end > a->sparse_begin && a->sparse_end <= a->capacity)
         (void)madvise(a->base + a->sparse_begin, a->sparse_end - a->sparse_begin, MADV_REMOVE);
     a->sparse_begin = a->sparse_end = 0;
 }
 
-/* When the next case lays everything out at the same offsets (a fuzz target's mutations of one
- * generated case do), only the last case's pages this one does not reach go back: the pages
- * both reach stay committed and are overwritten by the copy, instead of being punched and
- * faulted in again (a fault and a zeroing per OS page, most of a sparse case's cost). What stays
- * committed is then exactly what this case writes, as after a whole release. Both extent lists
- * are ascending. */
-static void sparse_keep(arena *a)
+/* Calls fn on the whole OS pages of extents `from` that no extent of `minus` covers (both lists
+ * ascending). */
+static void extents_minus(arena *a, const arena_extent *from, size_t nfrom,
+                          const arena_extent *minus, size_t nminus,
+                          void (*fn)(arena *a, uint64_t lo, uint64_t hi))
 {
     const uint64_t ps = os_page();
     size_t j = 0;
-    for (size_t i = 0; i < a->num_prev; i++) {
-        uint64_t lo = a->prev[i].at;
-        const uint64_t hi = a->prev[i].at + a->prev[i].len;
+    for (size_t i = 0; i < nfrom; i++) {
+        uint64_t lo = from[i].at;
+        const uint64_t hi = from[i].at + from[i].len;
         while (lo < hi) {
-            while (j < a->num_extents && a->extents[j].at + a->extents[j].len <= lo) j++;
-            const int covered = j < a->num_extents && a->extents[j].at < hi;
-            const uint64_t stop = covered ? (a->extents[j].at > lo ? a->extents[j].at : lo) : hi;
-            /* Whole OS pages only: a page shared with a kept extent stays. */
-            const uint64_t from = (lo + ps - 1) / ps * ps, to = stop / ps * ps;
-            if (to > from) (void)madvise(a->base + from, to - from, MADV_REMOVE);
+            while (j < nminus && minus[j].at + minus[j].len <= lo) j++;
+            const int covered = j < nminus && minus[j].at < hi;
+            const uint64_t stop = covered ? (minus[j].at > lo ? minus[j].at : lo) : hi;
+            /* Whole OS pages only: a page shared with a covering extent is covered. */
+            const uint64_t p = (lo + ps - 1) / ps * ps, q = stop / ps * ps;
+            if (q > p) fn(a, p, q);
             if (!covered) break;
-            lo = a->extents[j].at + a->extents[j].len;
+            lo = minus[j].at + minus[j].len;
         }
     }
+}
+
+static void pages_release(arena *a, uint64_t lo, uint64_t hi)
+{
+    (void)madvise(a->base + lo, hi - lo, MADV_REMOVE);
+    if (a->guarded && mprotect(a->base + lo, hi - lo, PROT_NONE) != 0) a->guarded = -1;
+}
+
+static void pages_open(arena *a, uint64_t lo, uint64_t hi)
+{
+    if (mprotect(a->base + lo, hi - lo, PROT_READ | PROT_WRITE) != 0) a->guarded = -1;
+}
+
+/* Makes the last case's guards and pools accessible again (before a release or a new layout). */
+static void unguard(arena *a)
+{
+    if (a->guarded == 0 || a->base == NULL) return;
+    for (size_t k = 0; k < a->num_slots; k++) {
+        const arena_slot *s = &a->slots[k];
+        if (!s->sparse) continue;
+        (void)mprotect(a->base + s->pre_begin - ARENA_SPARSE_GUARD, ARENA_SPARSE_GUARD,
+                       PROT_READ | PROT_WRITE);
+        const size_t protect_end = (s->data + s->nbytes) / os_page() * os_page();
+        if (protect_end > s->data)
+            (void)mprotect(a->base + s->data, protect_end - s->data, PROT_READ | PROT_WRITE);
+    }
+    a->guarded = 0;
+}
+
+/* When the next case lays everything out at the same offsets (a fuzz target's mutations of one
+ * generated case do), only the last case's pages this one does not reach go back: the pages
+ * both reach stay committed and are overwritten by the copy, instead of being punched and
+ * faulted in again (a fault and a zeroing per OS page). What stays committed is then exactly
+ * what this case writes, as after a whole release. Kept protection follows: this case's new
+ * pages open before they are written, the pages that went back close. */
+static void sparse_keep(arena *a)
+{
+    if (a->guarded)
+        extents_minus(a, a->extents, a->num_extents, a->prev, a->num_prev, pages_open);
+    extents_minus(a, a->prev, a->num_prev, a->extents, a->num_extents, pages_release);
     a->num_prev = 0;
+    if (a->guarded < 0) unguard(a); /* an mprotect failed: the next run protects afresh */
 }
 
 /* The new layout puts every tensor where the last case had it: the committed pages outside the
@@ -506,6 +549,31 @@ void arena_reset_run(arena *a, const attest_case *src)
         }
         s->modified = 0;
     }
+}
+
+int arena_guard(arena *a)
+{
+    if (a->guarded > 0 || a->base == NULL) return 0;
+    /* The same protection as arena_protect_sparse, from the parent's own slots and extents. */
+    int rc = 0;
+    a->guarded = 1;
+    for (size_t k = 0; k < a->num_slots && rc == 0; k++) {
+        const arena_slot *s = &a->slots[k];
+        if (!s->sparse) continue;
+        rc |= mprotect(a->base + s->pre_begin - ARENA_SPARSE_GUARD, ARENA_SPARSE_GUARD, PROT_NONE);
+        const size_t protect_end = (s->data + s->nbytes) / os_page() * os_page();
+        if (protect_end <= s->data) continue;
+        rc |= mprotect(a->base + s->data, protect_end - s->data, PROT_NONE);
+        for (size_t e = 0; e < s->num_extents && rc == 0; e++) {
+            const arena_extent *x = &a->extents[s->first_extent + e];
+            if (x->at >= protect_end) continue; /* the partial last page: never protected */
+            uint64_t hi = (x->at + x->len + os_page() - 1) / os_page() * os_page();
+            if (hi > protect_end) hi = protect_end;
+            rc |= mprotect(a->base + x->at, hi - x->at, PROT_READ | PROT_WRITE);
+        }
+    }
+    if (rc != 0) unguard(a);
+    return rc ? -1 : 0;
 }
 
 void *arena_tensor(const arena *a, size_t index)

@@ -97,6 +97,8 @@ typedef struct arena {
     size_t num_prev;      /* the last case's extents while the next one is laid out: the pages
                            * both place stay (sparse_keep) */
     arena_extent prev[ARENA_MAX_EXTENTS];
+    int guarded;          /* this process keeps the placed case's unplaced pages PROT_NONE
+                           * between runs (arena_guard) */
 } arena;
 
 void arena_init(arena *a);
@@ -125,6 +127,14 @@ void *arena_tensor(const arena *a, size_t index);
 
 /* Returns the poison pattern of an output dtype: the bits the unwritten gate looks for. */
 uint32_t arena_poison_bits(attest_dtype dtype);
+
+/* Makes the placed case's sparse pools' unplaced pages (and their guards) PROT_NONE in this
+ * process and keeps them so, for a host candidate run in this process: the next arena_place
+ * changes only what differs when it lays the case out at the same offsets (a fuzz target's
+ * mutations of one case), so the runs of such cases need no mprotect at all, where protecting
+ * around each run cost most of a sparse case's time. The harness never touches an unplaced
+ * page. Returns 0, or -1 when mprotect failed (then nothing is kept protected). */
+int arena_guard(arena *a) ATTEST_MUST_CHECK;
 
 /* Makes every sparse pool's unplaced pages PROT_NONE (protect = 1) or accessible again (0) in
  * this process: around a candidate's run (exec_run). Returns 0, or -1 when mprotect failed. */

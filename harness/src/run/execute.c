@@ -314,14 +314,14 @@ void exec_run(exec_state *s, arena_control *ctl, const exec_request *req, exec_r
     }
     /* A host candidate's access to a sparse pool's unplaced pages faults (the worker names the
      * page: worker.c); the protection lasts only the run, the harness itself never needs it. */
-    const int guard = !on_device && ctl->num_sparse > 0;
+    const int guard = !on_device && ctl->num_sparse > 0 && !req->guarded;
     if (guard && arena_protect_sparse(ctl, 1) != 0) {
         (void)arena_protect_sparse(ctl, 0);
         set_result(res, EXEC_HARNESS_ERROR, 0, "%s",
                    "cannot protect the unplaced pages of a sparse pool (mprotect failed)");
         return;
     }
-    exec_guarded = guard ? ctl : NULL;
+    exec_guarded = !on_device && ctl->num_sparse > 0 ? ctl : NULL;
     const double t0 = attest_monotonic_seconds();
     current_run = &info;
     const int rc = cand->run(s->ctx, &args);

@@ -31,7 +31,8 @@ typedef struct exec_request {
     uint64_t generation;     /* arena generation the parent placed the case in */
     double timeout_seconds;  /* how long the parent waits for the answer (0: no limit) */
     int32_t graph_check;     /* after the run: capture, replay, compare (runner option) */
-    int32_t reserved_;
+    int32_t guarded;         /* the caller keeps the unplaced pages protected (an in-process
+                              * runner: arena_guard), so the run does not protect them itself */
 } exec_request;
 
 #define EXEC_MAGIC 0x61747374u /* "atst" */

@@ -245,6 +245,10 @@ static attest_status run_all(attest_runner *r, const attest_case *cc, const size
         if (run > 0) arena_reset_run(&r->arena, cc);
         exec_request req = {EXEC_MAGIC, run == 0, r->arena.generation, r->opt.timeout_seconds,
                             run == 0 && r->opt.graph_check, 0};
+        /* In this process the protection of a sparse pool's unplaced pages can outlive the run
+         * (arena_guard); a worker protects around each run in its own address space. */
+        if (!r->opt.isolate && r->cand->domain != ATTEST_DOMAIN_DEVICE)
+            req.guarded = arena_guard(&r->arena) == 0;
         exec_result res;
         if (r->opt.isolate) {
             ATTEST_FORWARD(worker_send(&r->worker, &r->arena, &req, r->opt.timeout_seconds));
