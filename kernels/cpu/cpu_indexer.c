@@ -155,6 +155,29 @@ static void mask_range(float *row, int t0, int t1, cpu_indexer_mask mask)
     for (int t = t0; t < t1; t++) row[t] = v;
 }
 
+/* The compute scratch, kept per thread and grown to the largest case seen (up to a bound): a
+ * fuzz target runs the kernel on one small case after another, and an allocation per run is
+ * what the whole exec otherwise spends on nothing. Larger cases own theirs. */
+#define IDX_SCRATCH_KEEP ((size_t)64 << 20)
+static _Thread_local struct {
+    void *block;
+    size_t cap; /* bytes */
+} idx_scratch;
+
+static void *idx_take_scratch(size_t bytes, void **owned)
+{
+    *owned = NULL;
+    if (bytes > IDX_SCRATCH_KEEP) return *owned = malloc(bytes);
+    if (bytes > idx_scratch.cap) {
+        void *grown = malloc(bytes);
+        if (!grown) return NULL;
+        free(idx_scratch.block);
+        idx_scratch.block = grown;
+        idx_scratch.cap = bytes;
+    }
+    return idx_scratch.block;
+}
+
 int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *args)
 {
     const attest_indexer_args *a = &args->u.indexer;
@@ -170,15 +193,14 @@ int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *a
      * (block_logits); the others keep the scalar loop of position_logit. */
     const int vector_order =
         f->order == CPU_INDEXER_SEQUENTIAL || f->order == CPU_INDEXER_HEADS_REVERSED;
-    float *q = malloc(sizeof(float) * (q_row * (size_t)n + C4_DIM +
-                                       (vector_order ? (size_t)C4_DIM * C4_BLOCK + 2 * C4_BLOCK
-                                                     : 0)));
-    int32_t *extent = f->table_extent ? malloc(sizeof(int32_t) * (size_t)p->b) : NULL;
-    if (!q || (f->table_extent && !extent)) {
-        free(q);
-        free(extent);
-        return -1;
-    }
+    const size_t floats = q_row * (size_t)n + C4_DIM +
+                          (vector_order ? (size_t)C4_DIM * C4_BLOCK + 2 * C4_BLOCK : 0);
+    void *owned = NULL;
+    float *q = idx_take_scratch(sizeof(float) * floats +
+                                    (f->table_extent ? sizeof(int32_t) * (size_t)p->b : 0),
+                                &owned);
+    if (!q) return -1;
+    int32_t *extent = f->table_extent ? (int32_t *)(q + floats) : NULL;
     float *k = q + q_row * (size_t)n;
     float *kt = vector_order ? k + C4_DIM : NULL;
     float *scales = vector_order ? kt + (size_t)C4_DIM * C4_BLOCK : NULL;
@@ -263,8 +285,7 @@ int cpu_indexer_compute(const cpu_indexer_faults *f, const attest_kernel_args *a
             }
         }
     }
-    free(q);
-    free(extent);
+    free(owned);
     return rc;
 }
 

@@ -376,15 +376,12 @@ int cpu_mla_compute(const cpu_mla_faults *f, const attest_kernel_args *args)
     mla_scratch s;
     const size_t padded = ((size_t)slots + CPU_MLA_LANES - 1) / CPU_MLA_LANES * CPU_MLA_LANES;
     float *owned = NULL;
-    s.keys = take_scratch((size_t)slots * g->k_dim + padded * g->k_dim + padded + (size_t)tile +
-                              (size_t)tiles * (p->d_v + 1) + p->d_qk + p->d_v,
-                          &owned);
-    s.valid = malloc((size_t)slots + 1);
-    if (!s.keys || !s.valid) {
-        free(owned);
-        free(s.valid);
-        return -1;
-    }
+    /* The slots' valid flags (bytes) ride at the end of the same block: no allocation per run. */
+    const size_t floats = (size_t)slots * g->k_dim + padded * g->k_dim + padded + (size_t)tile +
+                          (size_t)tiles * (p->d_v + 1) + p->d_qk + p->d_v;
+    s.keys = take_scratch(floats + ((size_t)slots + 1 + sizeof(float) - 1) / sizeof(float), &owned);
+    if (!s.keys) return -1;
+    s.valid = (uint8_t *)(s.keys + floats);
     s.kt = s.keys + (size_t)slots * g->k_dim;
     s.dot = s.kt + padded * g->k_dim;
     s.scores = s.dot + padded;
@@ -397,7 +394,6 @@ int cpu_mla_compute(const cpu_mla_faults *f, const attest_kernel_args *args)
     for (int b = 0; b < p->b && rc == 0; b++)
         for (int sq = 0; sq < p->s_q && rc == 0; sq++) rc = decode_query(g, f, a, lut, &s, b, sq);
     free(owned);
-    free(s.valid);
     return rc;
 }
 

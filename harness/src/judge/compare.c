@@ -355,6 +355,27 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Grow-only per-thread scratch of the top-k comparison (a row's marks, the tie ends, the row
+ * tolerances): a fuzz target compares one small case after another, and allocating them per
+ * row was most of what a whole exec allocated. Bounded by the widest row seen. */
+typedef struct topk_buf {
+    void *p;
+    size_t cap;
+} topk_buf;
+static _Thread_local topk_buf topk_marks, topk_ends, topk_tol;
+
+static void *topk_take(topk_buf *b, size_t bytes)
+{
+    if (bytes > b->cap) {
+        void *q = malloc(bytes);
+        if (q == NULL) return NULL;
+        free(b->p);
+        b->p = q;
+        b->cap = bytes;
+    }
+    return b->p;
+}
+
 /* The row comparison; *cand_bad tells a malformed candidate (a verdict for the caller) from a
  * malformed reference set (a harness bug). */
 static attest_status topk_row(const double *ref_scores, const double *elem_tol, int32_t len,
@@ -369,21 +390,18 @@ static attest_status topk_row(const double *ref_scores, const double *elem_tol, 
     ATTEST_RETURN_IF(len > 0 && ref_scores == NULL, ATTEST_ERR_INVALID_ARGUMENT,
                      "top-k: reference scores must not be NULL");
     *recall = 0.0;
-    uint8_t *marks = calloc(len > 0 ? (size_t)len : 1u, 1);
+    uint8_t *marks = topk_take(&topk_marks, len > 0 ? (size_t)len : 1u);
     ATTEST_RETURN_IF(marks == NULL, ATTEST_ERR_OUT_OF_MEMORY, "top-k: out of memory (len %d)",
                      (int)len);
+    memset(marks, 0, len > 0 ? (size_t)len : 1u);
     int32_t n_ref = 0, n_cand = 0;
     attest_status st = mark_set(marks, len, ref_set, k, 1u, "reference", &n_ref);
     if (st == ATTEST_OK) {
         st = mark_set(marks, len, cand_set, k, 2u, "candidate", &n_cand);
         *cand_bad = st != ATTEST_OK;
     }
-    if (st != ATTEST_OK) {
-        free(marks);
-        return st;
-    }
+    if (st != ATTEST_OK) return st;
     if (n_ref == 0) {
-        free(marks);
         *recall = n_cand == 0 ? 1.0 : 0.0;
         return ATTEST_OK;
     }
@@ -406,11 +424,9 @@ static attest_status topk_row(const double *ref_scores, const double *elem_tol, 
          * where q's own tolerance is the wide one: a correct kernel whose every element passed
          * could fail the gate. The pairs form a threshold graph (p's partners are every q whose
          * lower end is at most p's upper end), so matching the sorted ends greedily is maximal. */
-        double *upper = malloc(2 * ((size_t)k + 1) * sizeof *upper);
-        if (upper == NULL) {
-            free(marks);
+        double *upper = topk_take(&topk_ends, 2 * ((size_t)k + 1) * sizeof *upper);
+        if (upper == NULL)
             return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "top-k: out of memory (k %d)", (int)k);
-        }
         double *lower = upper + (size_t)k + 1;
         for (int32_t p = 0; p < len; ++p) {
             if (marks[p] == 3u) ++common;
@@ -422,8 +438,6 @@ static attest_status topk_row(const double *ref_scores, const double *elem_tol, 
         int32_t matched = 0;
         for (int32_t i = 0; i < extra_ties && matched < missed_ties; ++i)
             if (lower[matched] <= upper[i]) ++matched;
-        free(upper);
-        free(marks);
         *recall = (double)(common + matched) / (double)n_ref;
         return ATTEST_OK;
     }
@@ -433,7 +447,6 @@ static attest_status topk_row(const double *ref_scores, const double *elem_tol, 
         else if (marks[p] == 2u && ref_scores[p] >= lo) ++extra_ties;
         else if (marks[p] == 1u && ref_scores[p] <= hi) ++missed_ties;
     }
-    free(marks);
     int32_t hits = common + (extra_ties < missed_ties ? extra_ties : missed_ties);
     *recall = (double)hits / (double)n_ref;
     return ATTEST_OK;
@@ -474,7 +487,7 @@ attest_status attest_compare_topk_bounded(const double *ref_logits, const double
     const int use_bounds = bounded(tol, bound);
     double *row_tol = NULL;
     if (use_bounds) {
-        row_tol = malloc((width > 0 ? (size_t)width : 1u) * sizeof *row_tol);
+        row_tol = topk_take(&topk_tol, (width > 0 ? (size_t)width : 1u) * sizeof *row_tol);
         ATTEST_RETURN_IF(row_tol == NULL, ATTEST_ERR_OUT_OF_MEMORY, "top-k: out of memory");
     }
     m->topk_checked = 1;
@@ -508,7 +521,6 @@ attest_status attest_compare_topk_bounded(const double *ref_logits, const double
             m->topk_worst_row = r;
         }
     }
-    free(row_tol);
     ATTEST_FORWARD(st);
     if (m->topk_recall < tol->topk_min_recall) m->failed_gates |= ATTEST_GATE_BIT(ATTEST_GATE_TOPK);
     return ATTEST_OK;
