@@ -495,7 +495,7 @@ int tiles_per_split(int tiles0, int tiles1, int64_t blocks_per_split, int sms)
 
 // FUSE: the wgmma pass 1 merges the splits itself (up to kFusedMaxSplits of them; more, and
 // the mma.sync path, go through the merge kernel).
-template <mma_variant V, bool SYNC_ONLY, bool FUSE>
+template <mma_variant V, bool SYNC_ONLY, bool FUSE, bool BITS = false>
 int mma_run(void *ctx, const attest_kernel_args *args)
 {
     const pass1 kernel = pick(args, SYNC_ONLY);
@@ -570,7 +570,8 @@ int mma_run(void *ctx, const attest_kernel_args *args)
             const mla_mma::merge_mode merge = !fused ? mla_mma::merge_mode::two_pass
                                               : V == mma_variant::merge_race ? mla_mma::merge_mode::fused_race
                                                                              : mla_mma::merge_mode::fused;
-            if (mla_mma::wgmma_partial_launch(a, p.layout == ATTEST_LAYOUT_MLA_V32, grid, merge) != 0) return 1;
+            if (mla_mma::wgmma_partial_launch(a, p.layout == ATTEST_LAYOUT_MLA_V32, grid, merge, BITS) != 0)
+                return 1;
             if (fused) return cudaGetLastError() == cudaSuccess ? 0 : 1;
         } else {
             if (cudaFuncSetAttribute(mma_partial_kernel<mma_variant::correct>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -615,6 +616,12 @@ const attest_candidate fused = make(
     "arrival counter; up to 8 splits), one launch; K/V and P in bf16 (judge with "
     "policies/bf16-tensor-core.json)",
     mma_supports, mma_run<mma_variant::correct, false, true>);
+const attest_candidate bits = make(
+    "cuda-mla-decode-mma-bits",
+    "cuda-mla-decode-mma converting mla-v4's fp8 codes by bit placement and two bf16 multiplies "
+    "(no conversion instruction; NaN codes by the conversion), the same bits; K/V and P in bf16 "
+    "(judge with policies/bf16-tensor-core.json)",
+    mma_supports, mma_run<mma_variant::correct, false, false, true>);
 const attest_candidate sync = make(
     "cuda-mla-decode-mma-sync",
     "cuda-mla-decode-mma with the mma.sync bf16 pass 1 on every device (mla-v4); K/V and P in "
@@ -631,9 +638,9 @@ const attest_candidate fused_race = make(
     "cuda-mla-decode-mma-fused whose last split reads the per-head statistics before warpgroup "
     "1 stores them (missing barrier; the merge kernel's race past 8 splits)",
     mma_supports, mma_run<mma_variant::merge_race, false, true>);
-const attest_candidate *const list[] = {&correct, &fused, &sync, &merge_race, &fused_race};
+const attest_candidate *const list[] = {&correct, &fused, &bits, &sync, &merge_race, &fused_race};
 #else
-const attest_candidate *const list[] = {&correct, &fused, &sync};
+const attest_candidate *const list[] = {&correct, &fused, &bits, &sync};
 #endif
 
 }  // namespace

@@ -48,8 +48,9 @@ bool wgmma_available();
 // Queues the wgmma pass 1 on cudaStreamPerThread for `grid` = (splits, queries, head blocks);
 // v32 picks the mla-v32 record (656 bytes, K 576 wide) over mla-v4's (584, K 512). The fused
 // modes need a.arrive and at most kFusedMaxSplits splits, and write out and lse themselves.
+// bits (mla-v4, two_pass only): the codes converted by bit placement, no conversion instruction.
 // 0 on success.
-int wgmma_partial_launch(const kargs &a, bool v32, dim3 grid, merge_mode merge);
+int wgmma_partial_launch(const kargs &a, bool v32, dim3 grid, merge_mode merge, bool bits);
 
 }  // namespace mla_mma
 

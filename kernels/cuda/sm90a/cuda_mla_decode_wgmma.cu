@@ -171,6 +171,40 @@ __device__ __forceinline__ uint32_t fp8x2_to_bf16x2(uint32_t two, float scale)
     return *reinterpret_cast<const uint32_t *>(&r);
 }
 
+// Four e4m3fn codes (a word, low byte first) times a power of two without a conversion
+// instruction (the f32 -> bf16 conversion runs at a quarter of the integer rate): a code's sign
+// to bit 15 and its other 7 bits shifted left by 4 is the bf16 of its value times 2^-120, exactly,
+// zeros and subnormals included; times 2^120 gives the value, times the scale (a power of two,
+// bf16 `sb2`) the product rounded once, the bits fp8x2_to_bf16x2 gives. Not for the NaN codes.
+__device__ __forceinline__ void fp8x4_to_bf16x4_bits(uint32_t w, __nv_bfloat162 sb2, uint32_t &p01, uint32_t &p23)
+{
+    const uint32_t t01 = __byte_perm(w, 0, 0x4140), t23 = __byte_perm(w, 0, 0x4342);  // [b, 0, b, 0]
+    const uint32_t u01 = ((t01 & 0x007F007Fu) << 4) | ((t01 & 0x00800080u) << 8);
+    const uint32_t u23 = ((t23 & 0x007F007Fu) << 4) | ((t23 & 0x00800080u) << 8);
+    const uint32_t up_bits = 0x7B807B80u;  // 2^120, twice
+    const __nv_bfloat162 up = *reinterpret_cast<const __nv_bfloat162 *>(&up_bits);
+    const __nv_bfloat162 r01 = __hmul2_rn(__hmul2_rn(*reinterpret_cast<const __nv_bfloat162 *>(&u01), up), sb2);
+    const __nv_bfloat162 r23 = __hmul2_rn(__hmul2_rn(*reinterpret_cast<const __nv_bfloat162 *>(&u23), up), sb2);
+    p01 = *reinterpret_cast<const uint32_t *>(&r01);
+    p23 = *reinterpret_cast<const uint32_t *>(&r23);
+}
+
+// A UE8M0 scale as bf16 (the same value as ue8m0_to_float: 2^-127 for 0 is a bf16 subnormal).
+__device__ __forceinline__ __nv_bfloat162 ue8m0_to_bf16x2(uint32_t bits)
+{
+    const uint32_t h = bits == 0xFF ? 0x7FC0u : bits == 0 ? 0x0040u : bits << 7;
+    const uint32_t two = h | (h << 16);
+    return *reinterpret_cast<const __nv_bfloat162 *>(&two);
+}
+
+// Whether a word holds an e4m3fn NaN code (low 7 bits all set).
+__device__ __forceinline__ bool has_fp8_nan(uint4 v)
+{
+    const uint32_t m = 0x80808080u;
+    return (__vcmpeq4(v.x | m, 0xFFFFFFFFu) | __vcmpeq4(v.y | m, 0xFFFFFFFFu) | __vcmpeq4(v.z | m, 0xFFFFFFFFu) |
+            __vcmpeq4(v.w | m, 0xFFFFFFFFu)) != 0;
+}
+
 template <bool V32>
 __device__ __forceinline__ float item_scale(const uint8_t *rec, int k)
 {
@@ -180,8 +214,8 @@ __device__ __forceinline__ float item_scale(const uint8_t *rec, int k)
     return ue8m0_to_float(rec[576 + k]);
 }
 
-// MERGE: merge_mode, as an int.
-template <bool V32, int MERGE>
+// MERGE: merge_mode, as an int. BITS (mla-v4 only): fp8x4_to_bf16x4_bits for the codes.
+template <bool V32, int MERGE, bool BITS = false>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_partial_kernel(kargs a)
 {
     using G = geom<V32>;
@@ -310,7 +344,14 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_partial_kernel(kargs a)
                 const int c = part + 4 * k;
                 if (c < kNope) {
                     uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
-                    if (ok) {
+                    if (BITS && !V32 && ok && !has_fp8_nan(*reinterpret_cast<const uint4 *>(rec + c * 16))) {
+                        const uint4 v = *reinterpret_cast<const uint4 *>(rec + c * 16);
+                        const __nv_bfloat162 sb2 = ue8m0_to_bf16x2(rec[576 + k]);
+                        fp8x4_to_bf16x4_bits(v.x, sb2, lo.x, lo.y);
+                        fp8x4_to_bf16x4_bits(v.y, sb2, lo.z, lo.w);
+                        fp8x4_to_bf16x4_bits(v.z, sb2, hi.x, hi.y);
+                        fp8x4_to_bf16x4_bits(v.w, sb2, hi.z, hi.w);
+                    } else if (ok) {
                         const float scale = item_scale<V32>(rec, k);
                         const uint4 v = *reinterpret_cast<const uint4 *>(rec + c * 16);
                         lo.x = fp8x2_to_bf16x2(v.x, scale);
@@ -568,17 +609,17 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_partial_kernel(kargs a)
     }
 }
 
-template <bool V32, int MERGE>
+template <bool V32, int MERGE, bool BITS = false>
 int launch(const kargs &a, dim3 grid)
 {
     // The two-pass kernel asks for no more than it uses.
     constexpr size_t bytes = MERGE == 0 ? smem_map<V32>::wts : smem_map<V32>::bytes;
     // Above 48 KiB a kernel must opt in; a host call, not a stream operation, made once.
     static const bool opted_in =
-        cudaFuncSetAttribute(wgmma_partial_kernel<V32, MERGE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        cudaFuncSetAttribute(wgmma_partial_kernel<V32, MERGE, BITS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(bytes)) == cudaSuccess;
     if (!opted_in) return 1;
-    wgmma_partial_kernel<V32, MERGE><<<grid, kThreads, bytes, cudaStreamPerThread>>>(a);
+    wgmma_partial_kernel<V32, MERGE, BITS><<<grid, kThreads, bytes, cudaStreamPerThread>>>(a);
     return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
 
@@ -609,9 +650,10 @@ bool wgmma_available()
     return sm90;
 }
 
-int wgmma_partial_launch(const kargs &a, bool v32, dim3 grid, merge_mode merge)
+int wgmma_partial_launch(const kargs &a, bool v32, dim3 grid, merge_mode merge, bool bits)
 {
     if (merge != merge_mode::two_pass && (a.arrive == nullptr || a.splits > kFusedMaxSplits)) return 1;
+    if (bits && !v32) return merge == merge_mode::two_pass ? launch<false, 0, true>(a, grid) : 1;
     return v32 ? launch_mode<true>(a, grid, merge) : launch_mode<false>(a, grid, merge);
 }
 
