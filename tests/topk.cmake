@@ -46,6 +46,14 @@ add_test(NAME cli_topk_plugin_unknown
   COMMAND sh -c "\"$0\" run --kernel topk --candidate \"$1:no-such\" 2>&1 | grep -q \"has no top-k candidate 'no-such' (it has: plugin-topk, plugin-topk-zero-pad)\"; test $? -eq 0 && { \"$0\" run --kernel topk --candidate \"$1:no-such\" >/dev/null 2>&1; test $? -eq 2; }"
   $<TARGET_FILE:attest> $<TARGET_FILE:attest_topk_test_plugin>)
 set_tests_properties(cli_topk_plugin_unknown PROPERTIES LABELS "cli" TIMEOUT 60)
+# attest itself never loads a top-k plugin (a corrupt library can damage whatever process maps
+# it): the probe child and the runner's per-case children do. The fixture's constructor appends
+# the loading process's pid to $ATTEST_TEST_TOPK_LOADS.
+add_test(NAME cli_topk_plugin_not_in_parent
+  COMMAND sh -c "f=$(mktemp); ATTEST_TEST_TOPK_LOADS=$f \"$0\" run --kernel topk --candidate \"$1:plugin-topk\" --cases 3 --seed 4 >/dev/null & pid=$!; wait $pid; rc=$?; n=$(wc -l < $f); own=$(grep -cx \"$pid\" $f); rm -f $f; echo \"exit $rc, $n loads, $own in attest\"; test $rc -eq 0 && test $n -ge 2 && test $own -eq 0"
+  $<TARGET_FILE:attest> $<TARGET_FILE:attest_topk_test_plugin>)
+set_tests_properties(cli_topk_plugin_not_in_parent PROPERTIES LABELS "cli" TIMEOUT 120
+  ENVIRONMENT "CUDA_VISIBLE_DEVICES=")
 add_library(attest_topk_crash_plugin MODULE topk_plugin_fixture.c)
 target_include_directories(attest_topk_crash_plugin PRIVATE ${CMAKE_SOURCE_DIR}/harness/include)
 target_compile_definitions(attest_topk_crash_plugin PRIVATE CRASH_IN_ENTRY=1)

@@ -2,16 +2,33 @@
  * selection by repeated maximum (equal scores to the lower position, NaN and -inf never chosen,
  * -1 padding, both outputs), and "plugin-topk-zero-pad", the same padding short rows with
  * position 0 instead of -1. Links nothing of attest. Built with CRASH_IN_ENTRY, the entry point
- * dies of SIGSEGV: the probe child must take that, not attest. */
+ * dies of SIGSEGV: the probe child must take that, not attest. With $ATTEST_TEST_TOPK_LOADS set,
+ * every process that loads it appends its pid to that file (ctest cli_topk_plugin_not_in_parent:
+ * attest's own pid must never be there). */
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "attest/topk.h"
 
 #define EXPORT __attribute__((visibility("default")))
+
+__attribute__((constructor)) static void report_load(void)
+{
+    const char *file = getenv("ATTEST_TEST_TOPK_LOADS");
+    if (!file) return;
+    char line[32];
+    const int n = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+    const int fd = open(file, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (fd < 0) return;
+    if (n > 0) (void)!write(fd, line, (size_t)n);
+    close(fd);
+}
 
 /* The MTP causal rule (attest/topk.h): slot j of a request of length L sees t <= L - next_n + j. */
 static int32_t row_length(const attest_topk_params *p, const int32_t *lens, int32_t row)

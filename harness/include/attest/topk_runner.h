@@ -41,10 +41,12 @@ attest_status attest_topk_run(const attest_topk_candidate *cand, const attest_to
                               const attest_topk_run_options *o, int32_t *idx, int32_t *phys,
                               attest_topk_run_result *res) ATTEST_MUST_CHECK;
 
-/* Loads a top-k candidate from a plugin, "path/libfoo.so:NAME" (attest/topk.h's entry point),
- * first in a probe child with a deadline (a constructor or entry point that crashes or hangs
- * fails there), then here; the library stays loaded. Checks the name, the run pointer (code of
- * a loaded library), the declared outputs, order and short-row rule. ATTEST_ERR_NOT_FOUND names
+/* A top-k candidate from a plugin, "path/libfoo.so:NAME" (attest/topk.h's entry point). A
+ * probe child with a deadline loads it (a constructor or entry point that crashes or hangs
+ * fails there) and checks the name, the run pointer (code of a loaded library), the declared
+ * outputs, order and short-row rule; the caller's process never loads the library: the returned
+ * stand-in carries what the probe reported, and its run() loads the library in the process that
+ * first calls it (the top-k runner's child per case). At most 16 per process. ATTEST_ERR_NOT_FOUND names
  * the candidates the plugin has; ATTEST_ERR_FORMAT what is wrong with it. */
 attest_status attest_topk_plugin_load(const char *spec, const attest_topk_candidate **out)
     ATTEST_MUST_CHECK;

@@ -1,5 +1,7 @@
 /* Top-k candidates from plugins (attest/topk_runner.h), loaded as plugin.c loads the other
- * families': a probe child first, then the caller. */
+ * families': a probe child loads the library and reports what the candidate declares; the
+ * caller gets a stand-in whose run() loads the library in the process that first calls it (the
+ * top-k runner's forked child), never in the caller's. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,9 +94,13 @@ typedef struct probe_target {
     const char *path, *name;
 } probe_target;
 
+/* The probe's report: the status and, when the candidate was found and valid, what it declares. */
 typedef struct probe_report {
     int32_t status;
     char message[512];
+    char description[256];
+    int32_t order, rule;
+    uint32_t outputs;
 } probe_report;
 
 static int probe_child(int fd, void *arg)
@@ -104,9 +110,59 @@ static int probe_child(int fd, void *arg)
     probe_report r;
     memset(&r, 0, sizeof r);
     r.status = (int32_t)load_and_find(t->path, t->name, &c, NULL);
+    if (r.status == ATTEST_OK) {
+        if (c->description) snprintf(r.description, sizeof r.description, "%s", c->description);
+        r.order = (int32_t)c->order;
+        r.rule = (int32_t)c->rule;
+        r.outputs = c->outputs;
+    }
     snprintf(r.message, sizeof r.message, "%s", r.status ? attest_last_error() : "");
     return child_probe_write_all(fd, &r, sizeof r) == 0 ? 0 : 1;
 }
+
+/* The stand-ins (plugin.c says why): run() carries no pointer to its candidate, so each
+ * stand-in is a slot with a run() of its own. Filled on one thread, before cases run. */
+#define TOPK_PLUGIN_SLOTS 16
+
+typedef struct topk_slot {
+    attest_topk_candidate cand;
+    char path[4096], key[4096], name[64], description[256];
+    const attest_topk_candidate *real; /* this process's loaded candidate, NULL until first use */
+} topk_slot;
+
+static topk_slot slots[TOPK_PLUGIN_SLOTS];
+static size_t slots_used;
+
+static int slot_run(topk_slot *s, const attest_topk_args *args)
+{
+    if (!s->real) {
+        const attest_topk_candidate *c = NULL;
+        attest_status st = load_and_find(s->path, s->name, &c, NULL);
+        if (st == ATTEST_OK &&
+            (c->order != s->cand.order || c->rule != s->cand.rule || c->outputs != s->cand.outputs))
+            st = attest_fail(ATTEST_ERR_FORMAT, "top-k plugin '%s': candidate '%s' declares "
+                             "another order, rule or outputs than when it was probed", s->path,
+                             s->name);
+        if (st != ATTEST_OK) {
+            fprintf(stderr, "attest: %s\n", attest_last_error());
+            return -1;
+        }
+        s->real = c;
+    }
+    return s->real->run(args);
+}
+
+#define TOPK_SLOT_RUN(N)                                                                       \
+    static int run_##N(const attest_topk_args *a) { return slot_run(&slots[N], a); }
+TOPK_SLOT_RUN(0) TOPK_SLOT_RUN(1) TOPK_SLOT_RUN(2) TOPK_SLOT_RUN(3)
+TOPK_SLOT_RUN(4) TOPK_SLOT_RUN(5) TOPK_SLOT_RUN(6) TOPK_SLOT_RUN(7)
+TOPK_SLOT_RUN(8) TOPK_SLOT_RUN(9) TOPK_SLOT_RUN(10) TOPK_SLOT_RUN(11)
+TOPK_SLOT_RUN(12) TOPK_SLOT_RUN(13) TOPK_SLOT_RUN(14) TOPK_SLOT_RUN(15)
+
+static int (*const slot_runs[TOPK_PLUGIN_SLOTS])(const attest_topk_args *) = {
+    run_0, run_1, run_2,  run_3,  run_4,  run_5,  run_6,  run_7,
+    run_8, run_9, run_10, run_11, run_12, run_13, run_14, run_15,
+};
 
 attest_status attest_topk_plugin_load(const char *spec, const attest_topk_candidate **out)
 {
@@ -131,6 +187,16 @@ attest_status attest_topk_plugin_load(const char *spec, const attest_topk_candid
     const char *name = colon + 1;
     ATTEST_RETURN_IF(strlen(name) >= 64, ATTEST_ERR_INVALID_ARGUMENT,
                      "top-k plugin '%s': candidate name longer than 63 characters", path);
+    char key[4096];
+    if (!realpath(path, key)) snprintf(key, sizeof key, "%s", path);
+    for (size_t i = 0; i < slots_used; i++)
+        if (!strcmp(slots[i].key, key) && !strcmp(slots[i].name, name)) {
+            *out = &slots[i].cand;
+            return ATTEST_OK;
+        }
+    ATTEST_RETURN_IF(slots_used == TOPK_PLUGIN_SLOTS, ATTEST_ERR_INVALID_ARGUMENT,
+                     "top-k plugin '%s': at most %d top-k plugin candidates per process", path,
+                     TOPK_PLUGIN_SLOTS);
     probe_target t = {path, name};
     child_probe p;
     ATTEST_FORWARD(child_probe_spawn(path, "probe the top-k plugin", probe_child, &t, &p));
@@ -149,6 +215,29 @@ attest_status attest_topk_plugin_load(const char *spec, const attest_topk_candid
         return attest_fail(r.status > 0 && r.status < ATTEST_STATUS_COUNT_ ? (attest_status)r.status
                                                                           : ATTEST_ERR_INTERNAL,
                            "%s", r.message);
-    void *lib = NULL;
-    return load_and_find(path, name, out, &lib);
+    r.description[sizeof r.description - 1] = '\0';
+    for (char *c = r.description; *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
+    topk_slot *s = &slots[slots_used];
+    memset(s, 0, sizeof *s);
+    snprintf(s->path, sizeof s->path, "%s", strchr(key, '/') ? key : path);
+    snprintf(s->key, sizeof s->key, "%s", key);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    snprintf(s->description, sizeof s->description, "%s", r.description);
+    s->cand.name = s->name;
+    s->cand.description = s->description;
+    s->cand.order = (attest_topk_order)r.order;
+    s->cand.rule = (attest_topk_rule)r.rule;
+    s->cand.outputs = r.outputs;
+    s->cand.run = slot_runs[slots_used];
+    /* The child checked them; the report crossed a pipe, so they are checked again. */
+    const attest_status st = check_candidate(&s->cand);
+    if (st != ATTEST_OK) {
+        char why[256]; /* attest_fail must not format its own buffer */
+        snprintf(why, sizeof why, "%s", attest_last_error());
+        return attest_fail(st, "top-k plugin '%s': candidate '%s': %s", path, name, why);
+    }
+    slots_used++;
+    *out = &s->cand;
+    return ATTEST_OK;
 }
