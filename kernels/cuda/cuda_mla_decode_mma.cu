@@ -618,9 +618,10 @@ const attest_candidate fused = make(
     mma_supports, mma_run<mma_variant::correct, false, true>);
 const attest_candidate bits = make(
     "cuda-mla-decode-mma-bits",
-    "cuda-mla-decode-mma converting mla-v4's fp8 codes by bit placement and two bf16 multiplies "
-    "(no conversion instruction; NaN codes by the conversion), the same bits; K/V and P in bf16 "
-    "(judge with policies/bf16-tensor-core.json)",
+    "EXPERIMENTAL, not yet run on a GPU: cuda-mla-decode-mma converting mla-v4's fp8 codes by "
+    "bit placement and two bf16 multiplies (no conversion instruction; NaN codes by the "
+    "conversion), meant to give the same bits; K/V and P in bf16 (judge with "
+    "policies/bf16-tensor-core.json)",
     mma_supports, mma_run<mma_variant::correct, false, false, true>);
 const attest_candidate sync = make(
     "cuda-mla-decode-mma-sync",
