@@ -135,16 +135,12 @@ __device__ __forceinline__ void load_q_tiles(const stream_args &a, int request, 
     }
 }
 
-// A kernel configuration: stages of the ring, the blocks per SM it is compiled for (its
-// register budget), whether the page comes by TMA (a tensor map of the cache as rows of 128
-// bytes, the 128-byte swizzle done by the copy engine; one thread issues, an mbarrier per
-// stage says it landed) or by every thread's cp.async, whether the head weights live in
-// shared memory (16 registers fewer per tile) and whether the kernel asks for the largest
-// shared-memory carveout (what lets a fifth block fit).
-struct config {
-    int stages, min_blocks;
-    bool tma, weights_smem, carveout;
-};
+// A kernel's configuration is its template arguments: STAGES of the ring, MINB the blocks per
+// SM it is compiled for (its register budget), TMA whether the page comes by TMA (a tensor
+// map of the cache as rows of 128 bytes, the 128-byte swizzle done by the copy engine; one
+// thread issues, an mbarrier per stage says it landed) or by every thread's cp.async, WSMEM
+// whether the head weights live in shared memory (16 registers fewer per tile); launch()'s
+// `carveout` asks for the largest shared-memory carveout (what lets a fifth block fit).
 
 // Dynamic shared memory: 1 KiB of alignment slack, the key stages, the B tiles, the scales,
 // the weights (weights_smem only).
