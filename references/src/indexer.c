@@ -212,9 +212,15 @@ static attest_status indexer_row(const indexer_inputs *in, attest_ref_mode mode,
     const int32_t b = row / p->next_n;
     const int32_t len = attest_indexer_row_length(p, in->context_lens, row);
     const size_t qbase = (size_t)row * (size_t)H * (size_t)D; /* [b, next_n] flattens to row */
-    for (size_t i = 0; i < (size_t)H * (size_t)D; i++)
-        q[i] = mode == ATTEST_REF_TRUE ? (double)in->q_true[qbase + i]
-                                       : (double)attest_fp8_values[in->q_fp8[qbase + i]];
+    /* The source pointer and the mode outside the loop: through in->, every store to q (a
+     * double the compiler cannot tell from in's fields) reloaded them per element. */
+    if (mode == ATTEST_REF_TRUE) {
+        const float *src = in->q_true + qbase;
+        for (size_t i = 0; i < (size_t)H * (size_t)D; i++) q[i] = (double)src[i];
+    } else {
+        const uint8_t *src = in->q_fp8 + qbase;
+        for (size_t i = 0; i < (size_t)H * (size_t)D; i++) q[i] = (double)attest_fp8_values[src[i]];
+    }
     const float *w = in->weights + (size_t)row * (size_t)H;
     double sum_w = 0.0;
     for (int32_t h = 0; h < H; h++) sum_w += fabs((double)w[h]);
@@ -242,9 +248,12 @@ static attest_status indexer_row(const indexer_inputs *in, attest_ref_mode mode,
                 } else {
                     attest_token_offsets off;
                     ATTEST_FORWARD(attest_layout_token_offsets(&in->layout, slot, &off));
+                    /* Straight into the block: the fp8 values need no row of their own. */
+                    const uint8_t *codes = page + off.fp8;
                     for (int32_t d = 0; d < D; d++)
-                        k[d] = (double)attest_fp8_values[page[off.fp8 + (size_t)d]];
+                        kt[(size_t)d * IDX_BLOCK + (size_t)j] = (double)attest_fp8_values[codes[d]];
                     kscale[j] = attest_layout_token_scale(&in->layout, page, slot, 0);
+                    continue;
                 }
             }
             for (int32_t d = 0; d < D; d++) kt[(size_t)d * IDX_BLOCK + (size_t)j] = k[d];

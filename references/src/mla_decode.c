@@ -518,6 +518,24 @@ static attest_status mla_scratch_take(mla_scratch *s, int64_t max_keys, int32_t 
 
 static void mla_scratch_done(mla_scratch *s) { free(s->owned); }
 
+/* keys [n][d_qk] into kt's dim-major blocks, the lanes past n zero. Written a block row (16
+ * lanes, 128 bytes) at a time: walking key by key stored every element into another of the
+ * block's d_qk lines (64 KB, more than L1), a third of a small decode case's reference time. */
+static void mla_transpose_keys(const double *keys, size_t n, int32_t dqk, double *kt)
+{
+    for (size_t kb = 0; kb < n; kb += MLA_KEY_BLOCK) {
+        const size_t nb = n - kb < MLA_KEY_BLOCK ? n - kb : MLA_KEY_BLOCK;
+        const double *src = keys + kb * (size_t)dqk;
+        double *blk = kt + kb * (size_t)dqk;
+        for (int32_t d = 0; d < dqk; d++) {
+            double *row = blk + (size_t)d * MLA_KEY_BLOCK;
+            size_t j = 0;
+            for (; j < nb; j++) row[j] = src[j * (size_t)dqk + (size_t)d];
+            for (; j < MLA_KEY_BLOCK; j++) row[j] = 0.0;
+        }
+    }
+}
+
 /* The declared LSE of a lonely query (no valid key; out = 0). */
 static double mla_lonely_lse(const mla_inputs *in, int32_t h)
 {
@@ -544,7 +562,7 @@ ATTEST_ISA_BODY void mla_head_group_body(const mla_inputs *in, mla_scratch *s, s
     for (int32_t g = 0; g < nh; g++) {
         const uint16_t *qb = in->q + (qi0 + (size_t)(h0 + g)) * (size_t)dqk;
         double *qg = s->q + (size_t)g * (size_t)dqk;
-        for (int32_t d = 0; d < dqk; d++) qg[d] = (double)attest_bf16_decode(qb[d]);
+        for (int32_t d = 0; d < dqk; d++) qg[d] = ref_bf16_to_double(qb[d]);
     }
     if (n > 0)
         mla_scores(s->q, nh, dqk, s->kt, n, (double)p->sm_scale, s->scores,
@@ -629,14 +647,7 @@ static attest_status mla_run(const attest_case *c, attest_ref_mode mode, double 
             for (int i = 0; i < in.num_scopes && st == ATTEST_OK; i++)
                 st = mla_gather(&in, &in.scope[i], b, sq, s.keys, &n);
             if (st != ATTEST_OK) break;
-            const size_t n_pad = ((size_t)n + MLA_KEY_BLOCK - 1) / MLA_KEY_BLOCK * MLA_KEY_BLOCK;
-            for (size_t k = 0; k < n_pad; k++) {
-                double *dst = s.kt + (k / MLA_KEY_BLOCK) * MLA_KEY_BLOCK * (size_t)dqk +
-                              k % MLA_KEY_BLOCK;
-                const double *src = s.keys + k * (size_t)dqk;
-                for (int32_t d = 0; d < dqk; d++)
-                    dst[(size_t)d * MLA_KEY_BLOCK] = k < (size_t)n ? src[d] : 0.0;
-            }
+            mla_transpose_keys(s.keys, (size_t)n, dqk, s.kt);
             if (out_bound != NULL) {
                 /* max over keys of |v[d]|, key by key along the rows (the order of a max does
                  * not matter); a NaN is skipped, as fmax skips it. */

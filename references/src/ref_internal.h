@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "attest/case.h"
 #include "attest/status.h"
@@ -22,6 +23,16 @@ attest_status attest_ref_tensor_(const attest_case *c, const char *name, attest_
  * ATTEST_ERR_INVALID_ARGUMENT naming `what` on a negative factor or on overflow past 2^62, so that
  * sizes derived from parameters can be trusted for indexing. */
 attest_status attest_ref_count_(size_t *out, const char *what, int n, ...) ATTEST_MUST_CHECK;
+
+/* bf16 to double, exactly: the bits shifted into a float32's high half (attest_bf16_decode
+ * inline; it was a call per element of q). */
+static inline double ref_bf16_to_double(uint16_t bits)
+{
+    const uint32_t w = (uint32_t)bits << 16;
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return (double)f;
+}
 
 /* fmax(m, y) for a running maximum m that is never NaN: a NaN y is skipped, a tie keeps m (glibc's
  * fmax returns its first argument on a tie, -0 and +0 included). Inline and branch-free, where
