@@ -21,22 +21,7 @@ from numpy_topk import select  # noqa: E402
 # $ATTEST_TEST_SLOW_START seconds before its hello.
 time.sleep(float(os.environ.get("ATTEST_TEST_SLOW_START", "0")))
 
-STATE = os.environ.get("ATTEST_TEST_STATE", "")
-if STATE:
-    with open(STATE + ".pids", "a") as f:
-        f.write(f"{os.getpid()}\n")
-
-
-def fires():
-    """True on the configured call (every call when ATTEST_TEST_FAULT_AT is unset)."""
-    at = int(os.environ.get("ATTEST_TEST_FAULT_AT", "0"))
-    if not at or not STATE:
-        return True
-    with open(STATE, "a+") as f:
-        f.seek(0)
-        n = len(f.read()) + 1
-        f.write("x")
-    return n == at
+from process_faults import STATE, fires, hostile  # noqa: E402,F401
 
 
 def declare(name, outputs="both"):
@@ -48,43 +33,7 @@ def write(t, p):
     t["topk_indices"][...], t["topk_physical"][...] = select(t, p)
 
 
-@declare("raises")
-def raises(t, p):
-    if fires():
-        print("about to divide by zero", file=sys.stderr)
-        raise ZeroDivisionError("the kernel divided by zero")
-    write(t, p)
-
-
-@declare("exits")
-def exits(t, p):
-    if fires():
-        print("exiting mid-case", file=sys.stderr)
-        os._exit(3)
-    write(t, p)
-
-
-@declare("segfault")
-def segfault(t, p):
-    if fires():
-        print("dereferencing NULL", file=sys.stderr)
-        ctypes.string_at(0)
-    write(t, p)
-
-
-@declare("hangs")
-def hangs(t, p):
-    if fires():
-        print("hanging", file=sys.stderr)
-        time.sleep(3600)
-    write(t, p)
-
-
-@declare("garbage")
-def garbage(t, p):
-    write(t, p)
-    if fires():
-        os.write(int(os.environ["ATTEST_CHANNEL_FD"]), b"this is not json\n")
+globals().update(hostile(declare, write))
 
 
 @declare("wrong_dtype")
