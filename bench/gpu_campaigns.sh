@@ -32,7 +32,8 @@ camp() {  # name base-seed seconds flags...
         /^rc=/ { runs++; if ($0 != "rc=0") bad++ }
         END { printf "%s: %d cases in %d s, %d chunks (%d exit!=0):", n, tot, s, runs, bad
               for (k in v) printf " %s %d", k, v[k]; printf "\n" }'
-    grep -h "^case [0-9]*:" "$T/$name".* | head -3
+    # A failing case prints "#N VERDICT ..." then its seed and replay lines.
+    grep -h -A2 "^#[0-9]* [A-Z]" "$T/$name".* | head -9
 }
 camp paged-default 100000 30 --candidate cuda-indexer-paged
 camp mma-default 200000 30 --candidate cuda-indexer-paged-mma

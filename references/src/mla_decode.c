@@ -266,9 +266,15 @@ ATTEST_ISA_BODY void mla_head_bounds_body(const mla_inputs *in, const double *ke
         }
         const double w_sink = sink_w / denom;
         const double amp = (1.0 + rho_max) / (1.0 - rho_max);
+        /* u_probs appears twice: in rho, for a kernel that normalizes by the sum of the rounded
+         * P (numerator and denominator perturbed alike, hence |V - out|), and here, for one that
+         * multiplies V by the rounded P but divides by the sum of P before rounding (FlashMLA's
+         * design): then the rounding moves the numerator alone, by up to u_probs sum w |V|.
+         * fixtures/false-alarms/recorded/mla-decode-e4c00cc00ba7deb0.h5 is such a case. */
+        const double u_num = g_acc + mo->u_kv + mo->u_probs;
         for (int32_t d = 0; d < dv; d++) {
             double e1 = (sum_v[d] + w_sink * rho_sink * fabs(out[d])) / (1.0 - rho_max);
-            double e2 = ((g_acc + mo->u_kv) * abs_v[d] + (g_acc + 4.0 * mo->u_accum) * fabs(out[d])) * amp;
+            double e2 = (u_num * abs_v[d] + (g_acc + 4.0 * mo->u_accum) * fabs(out[d])) * amp;
             bo->out_bound[d] = e1 + e2;
         }
     }
