@@ -48,6 +48,9 @@ camp mla-mma-prod 800000 40 --candidate cuda-mla-decode-mma --layout mla-v4 --po
 camp mla-mma-v32-default 900000 40 --candidate cuda-mla-decode-mma --layout mla-v32 --policy "$BF16"
 camp mla-mma-v32-prod 1100000 40 --candidate cuda-mla-decode-mma --layout mla-v32 --policy "$BF16" --production
 camp mla-mma-sync-default 1000000 30 --candidate cuda-mla-decode-mma-sync --layout mla-v4 --policy "$BF16"
+# The warp-specialized pass 1 is mla-v4's alone (mla-v32 runs the kernel above).
+camp mla-ws-default 1400000 60 --candidate cuda-mla-decode-mma-ws --layout mla-v4 --policy "$BF16"
+camp mla-ws-prod 1500000 40 --candidate cuda-mla-decode-mma-ws --layout mla-v4 --policy "$BF16" --production
 # The fp8 x fp8 indexer accumulates in Hopper's fp8 MMA format (docs/gpu.md).
 camp fp8-default 1200000 30 --candidate cuda-indexer-paged-fp8 --policy "$BF16"
 camp fp8-prod 1300000 35 --candidate cuda-indexer-paged-fp8 --policy "$BF16" --production

@@ -58,4 +58,7 @@ run 0 memcheck cuda-mla-decode-mma-fused 10 --layout mla-v4 --policy "$bf16"
 run 0 racecheck cuda-mla-decode-mma-fused 3 --layout mla-v4 --policy "$bf16"
 run 1 racecheck mutant-cuda-mla-decode-mma-fused-race 3 --layout mla-v4 --policy "$bf16"
 grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
+run 0 racecheck cuda-mla-decode-mma-ws 3 --layout mla-v4 --policy "$bf16"
+run 1 racecheck mutant-cuda-mla-decode-mma-ws-no-full-wait 2 --layout mla-v4 --policy "$bf16"
+grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
 echo "PASS"

@@ -264,8 +264,10 @@ static void mla_mutants_are_caught(void **state)
  * policies/bf16-tensor-core.json (its K/V and P are bf16): default bounds with and without the
  * graph check, more than 64 heads (two head blocks, the last one padded), production shapes;
  * cuda-mla-decode-mma-fused (the merge in pass 1's last split) passes both layouts;
- * cuda-mla-decode-mma-sync (the mma.sync pass 1 it runs off sm_90) passes mla-v4; the racy
- * merges fail some case. */
+ * cuda-mla-decode-mma-ws (the warp-specialized pass 1) passes both layouts (mla-v32 on the
+ * two-warpgroup kernel); cuda-mla-decode-mma-sync (the mma.sync pass 1 it runs off sm_90)
+ * passes mla-v4; the racy merges and -ws without the consumers' wait for a full buffer fail
+ * some case. */
 static void cuda_mla_decode_mma_passes(void **state)
 {
     (void)state;
@@ -299,16 +301,24 @@ static void cuda_mla_decode_mma_passes(void **state)
     expect_all_ok("cuda-mla-decode-mma-fused", 0, g, 72, 200, "default bounds, mla-v4");
     expect_all_ok("cuda-mla-decode-mma-fused", 1, v32, 73, 100, "default bounds, mla-v32");
     expect_all_ok("cuda-mla-decode-mma-fused", 0, prod, 74, 20, "production shapes, mla-v4");
+    expect_all_ok("cuda-mla-decode-mma-ws", 0, g, 75, 300, "default bounds, mla-v4");
+    expect_all_ok("cuda-mla-decode-mma-ws", 1, g, 76, 100, "default bounds, mla-v4");
+    expect_all_ok("cuda-mla-decode-mma-ws", 0, wide, 77, 60, "heads up to 130, mla-v4");
+    expect_all_ok("cuda-mla-decode-mma-ws", 0, prod, 78, 20, "production shapes, mla-v4");
+    expect_all_ok("cuda-mla-decode-mma-ws", 0, v32, 79, 100, "default bounds, mla-v32");
     expect_all_ok("cuda-mla-decode-mma-sync", 0, g, 70, 200, "default bounds, mla-v4");
     expect_all_ok("cuda-mla-decode-mma-sync", 1, wide, 71, 60, "heads up to 130, mla-v4");
     const char *const racy[] = {"mutant-cuda-mla-decode-mma-merge-race",
-                                "mutant-cuda-mla-decode-mma-fused-race"};
-    int failing[2] = {0, 0};
-    for (int m = 0; m < 2; m++) {
+                                "mutant-cuda-mla-decode-mma-fused-race",
+                                "mutant-cuda-mla-decode-mma-ws-no-full-wait"};
+    const attest_gen_options *const racy_gen[] = {&g, &g, &g};
+    const uint64_t racy_cases[] = {200, 200, 200};
+    int failing[3] = {0, 0, 0};
+    for (int m = 0; m < 3; m++) {
         attest_runner *r = make_runner(racy[m]);
         attest_case_record rec;
-        for (uint64_t i = 0; i < 200 && !failing[m]; i++) {
-            attest_verdict v = judge(r, &g, attest_case_seed(65, i), &rec);
+        for (uint64_t i = 0; i < racy_cases[m] && !failing[m]; i++) {
+            attest_verdict v = judge(r, racy_gen[m], attest_case_seed(65, i), &rec);
             if (attest_verdict_is_failure(v)) {
                 failing[m] = 1;
                 printf("%s: case %llu %s: %s\n", racy[m], (unsigned long long)i,
@@ -321,6 +331,7 @@ static void cuda_mla_decode_mma_passes(void **state)
     attest_policy_free(bf16);
     assert_true(failing[0]);
     assert_true(failing[1]);
+    assert_true(failing[2]);
 }
 
 int main(void)

@@ -1,8 +1,10 @@
 // A tensor-core split-KV sparse MLA decode: "cuda-mla-decode-mma" (pass 1 on wgmma on a
 // compute-capability-9.0 device, sm90a/cuda_mla_decode_wgmma.cu, for mla-v4 and mla-v32; the
 // mma.sync pass 1 below elsewhere, mla-v4 only), "cuda-mla-decode-mma-fused" (the same with the
-// merge fused into the wgmma pass 1's last split), "cuda-mla-decode-mma-sync" (the mma.sync pass
-// 1 everywhere), and the racy variants of the two merges.
+// merge fused into the wgmma pass 1's last split), "cuda-mla-decode-mma-bits" (mla-v4's codes
+// converted by bit placement), "cuda-mla-decode-mma-ws" (mla-v4's wgmma pass 1 warp-specialized,
+// sm90a/cuda_mla_decode_ws.cu), "cuda-mla-decode-mma-sync" (the mma.sync pass 1 everywhere), and
+// the racy variants of the two merges and of the warp-specialized handoff.
 //
 // The mma.sync pass 1, one CUDA block (8 warps) per (split, query, 64 heads): the 64 query heads are the M
 // dimension of mma.sync m16n8k16 bf16 tiles, so each gathered token is read from HBM once per
@@ -495,7 +497,10 @@ int tiles_per_split(int tiles0, int tiles1, int64_t blocks_per_split, int sms)
 
 // FUSE: the wgmma pass 1 merges the splits itself (up to kFusedMaxSplits of them; more, and
 // the mma.sync path, go through the merge kernel).
-template <mma_variant V, bool SYNC_ONLY, bool FUSE, bool BITS = false>
+// P1: which wgmma pass 1 (mla-v32 runs the two-warpgroup kernel whichever is asked).
+enum class wg_pass1 { plain, bits, ws, ws_no_full_wait };
+
+template <mma_variant V, bool SYNC_ONLY, bool FUSE, wg_pass1 P1 = wg_pass1::plain>
 int mma_run(void *ctx, const attest_kernel_args *args)
 {
     const pass1 kernel = pick(args, SYNC_ONLY);
@@ -570,8 +575,14 @@ int mma_run(void *ctx, const attest_kernel_args *args)
             const mla_mma::merge_mode merge = !fused ? mla_mma::merge_mode::two_pass
                                               : V == mma_variant::merge_race ? mla_mma::merge_mode::fused_race
                                                                              : mla_mma::merge_mode::fused;
-            if (mla_mma::wgmma_partial_launch(a, p.layout == ATTEST_LAYOUT_MLA_V32, grid, merge, BITS) != 0)
+            const bool v32 = p.layout == ATTEST_LAYOUT_MLA_V32;
+            if (!v32 && !fused && (P1 == wg_pass1::ws || P1 == wg_pass1::ws_no_full_wait)) {
+                const mla_mma::ws_variant w =
+                    P1 == wg_pass1::ws ? mla_mma::ws_variant::correct : mla_mma::ws_variant::no_full_wait;
+                if (mla_mma::ws_partial_launch(a, grid, w) != 0) return 1;
+            } else if (mla_mma::wgmma_partial_launch(a, v32, grid, merge, P1 == wg_pass1::bits) != 0) {
                 return 1;
+            }
             if (fused) return cudaGetLastError() == cudaSuccess ? 0 : 1;
         } else {
             if (cudaFuncSetAttribute(mma_partial_kernel<mma_variant::correct>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -618,11 +629,17 @@ const attest_candidate fused = make(
     mma_supports, mma_run<mma_variant::correct, false, true>);
 const attest_candidate bits = make(
     "cuda-mla-decode-mma-bits",
-    "EXPERIMENTAL, not yet run on a GPU: cuda-mla-decode-mma converting mla-v4's fp8 codes by "
-    "bit placement and two bf16 multiplies (no conversion instruction; NaN codes by the "
-    "conversion), meant to give the same bits; K/V and P in bf16 (judge with "
-    "policies/bf16-tensor-core.json)",
-    mma_supports, mma_run<mma_variant::correct, false, false, true>);
+    "cuda-mla-decode-mma converting mla-v4's fp8 codes by bit placement and two bf16 multiplies "
+    "(no conversion instruction; NaN codes by the conversion): the same bits, 6-8% slower on "
+    "the H200; K/V and P in bf16 (judge with policies/bf16-tensor-core.json)",
+    mma_supports, mma_run<mma_variant::correct, false, false, wg_pass1::bits>);
+const attest_candidate ws = make(
+    "cuda-mla-decode-mma-ws",
+    "cuda-mla-decode-mma whose wgmma pass 1 is warp-specialized on mla-v4 (a producer "
+    "warpgroup copies and dequantizes the next tile into a second K buffer while two consumer "
+    "warpgroups compute this one; named-barrier handoff), the same bits; mla-v32 as "
+    "cuda-mla-decode-mma; K/V and P in bf16 (judge with policies/bf16-tensor-core.json)",
+    mma_supports, mma_run<mma_variant::correct, false, false, wg_pass1::ws>);
 const attest_candidate sync = make(
     "cuda-mla-decode-mma-sync",
     "cuda-mla-decode-mma with the mma.sync bf16 pass 1 on every device (mla-v4); K/V and P in "
@@ -639,9 +656,14 @@ const attest_candidate fused_race = make(
     "cuda-mla-decode-mma-fused whose last split reads the per-head statistics before warpgroup "
     "1 stores them (missing barrier; the merge kernel's race past 8 splits)",
     mma_supports, mma_run<mma_variant::merge_race, false, true>);
-const attest_candidate *const list[] = {&correct, &fused, &bits, &sync, &merge_race, &fused_race};
+const attest_candidate ws_no_full_wait = make(
+    "mutant-cuda-mla-decode-mma-ws-no-full-wait",
+    "cuda-mla-decode-mma-ws whose consumers arrive at a tile's FULL barrier instead of waiting "
+    "on it (bar.arrive for bar.sync: a missing wait), computing K before the producer wrote it",
+    mma_supports, mma_run<mma_variant::correct, false, false, wg_pass1::ws_no_full_wait>);
+const attest_candidate *const list[] = {&correct, &fused, &bits, &ws, &sync, &merge_race, &fused_race, &ws_no_full_wait};
 #else
-const attest_candidate *const list[] = {&correct, &fused, &bits, &sync};
+const attest_candidate *const list[] = {&correct, &fused, &bits, &ws, &sync};
 #endif
 
 }  // namespace

@@ -1,6 +1,7 @@
-// What the two pass-1 kernels of cuda-mla-decode-mma share: the launch arguments, built by
-// cuda_mla_decode_mma.cu, and the entry to the wgmma kernel of sm90a/cuda_mla_decode_wgmma.cu
-// (a library of its own, built for sm_90a alone). Internal to kernels/cuda.
+// What the pass-1 kernels of cuda-mla-decode-mma share: the launch arguments, built by
+// cuda_mla_decode_mma.cu, and the entries to the wgmma kernels of sm90a/ (cuda_mla_decode_wgmma.cu,
+// cuda_mla_decode_ws.cu: a library of their own, built for sm_90a alone). Internal to
+// kernels/cuda.
 #ifndef ATTEST_CUDA_MLA_MMA_H
 #define ATTEST_CUDA_MLA_MMA_H
 
@@ -51,6 +52,18 @@ bool wgmma_available();
 // bits (mla-v4, two_pass only): the codes converted by bit placement, no conversion instruction.
 // 0 on success.
 int wgmma_partial_launch(const kargs &a, bool v32, dim3 grid, merge_mode merge, bool bits);
+
+// The warp-specialized pass 1 (sm90a/cuda_mla_decode_ws.cu; mla-v4, two-pass merge).
+enum class ws_variant {
+    correct = 0,
+    no_full_wait = 1  // the consumers arrive at a tile's FULL barrier instead of waiting on it
+};
+
+// Queues the warp-specialized pass 1 (a producer warpgroup dequantizing the next tile while
+// two consumer warpgroups compute this one; the two-warpgroup kernel's bits) on
+// cudaStreamPerThread for `grid` as above, mla-v4 only; the merge kernel runs after it. 0 on
+// success.
+int ws_partial_launch(const kargs &a, dim3 grid, ws_variant v);
 
 }  // namespace mla_mma
 
