@@ -150,7 +150,10 @@ static struct {
     size_t offset[ATTEST_CASE_MAX_TENSORS];
 } decoding;
 
-static int shared_by_default(const attest_tensor *t) { return strstr(t->name, "cache_bytes") != NULL; }
+static int shared_by_default(const attest_tensor *t)
+{
+    return attest_tensor_is(t, "cache_bytes") || attest_tensor_is(t, "extra_cache_bytes");
+}
 
 /* Tensor i of c is a pool held sparsely (gigabytes of address space, a few pages placed). */
 static int sparse_pool(const attest_case *c, size_t i)

@@ -334,14 +334,14 @@ void attest_case_free(attest_case *c)
 attest_tensor *attest_case_tensor(attest_case *c, const char *name)
 {
     for (size_t i = 0; i < c->num_tensors; i++)
-        if (!strcmp(c->tensors[i].name, name)) return &c->tensors[i];
+        if (attest_tensor_is(&c->tensors[i], name)) return &c->tensors[i];
     return NULL;
 }
 
 const attest_tensor *attest_case_tensor_const(const attest_case *c, const char *name)
 {
     for (size_t i = 0; i < c->num_tensors; i++)
-        if (!strcmp(c->tensors[i].name, name)) return &c->tensors[i];
+        if (attest_tensor_is(&c->tensors[i], name)) return &c->tensors[i];
     return NULL;
 }
 

@@ -26,7 +26,7 @@ int attest_case_pool_tensor(const attest_case *c, unsigned pool, uint64_t *page_
     }
     if (name == NULL) return -1;
     for (size_t i = 0; i < c->num_tensors; i++)
-        if (!strcmp(c->tensors[i].name, name)) {
+        if (attest_tensor_is(&c->tensors[i], name)) {
             if (page_bytes) *page_bytes = stride;
             if (num_pages) *num_pages = pages;
             return (int)i;

@@ -49,7 +49,7 @@ static attest_status judge(const attest_case *c, const attest_tensor *t,
                                                fabs(exp->values[i]) + 2.0 * k * bound[i]) / k;
         bound = s->wide;
     }
-    const int logits = c->kernel == ATTEST_KERNEL_INDEXER && !strcmp(t->name, "logits");
+    const int logits = c->kernel == ATTEST_KERNEL_INDEXER && attest_tensor_is(t, "logits");
     const uint8_t *mask = NULL;
     const attest_masking exp_masking = c->params.indexer.masking;
     if (logits && (exp_masking == ATTEST_MASK_UNSPECIFIED || cand_masking != exp_masking)) {
