@@ -185,7 +185,7 @@ enum {
     F_KEY_NAN = F_HEADS + 6, F_KEY_MAX, F_KEY_SUBNORMAL, F_Q_NAN, F_SCALE_NAN,
     F_SCALE_ZERO, F_SCALE_TINY, F_SCALE_SMALL, F_SCALE_UNIT, F_SCALE_LARGE,
     F_WEIGHT_ZERO, F_WEIGHT_NEGATIVE, F_WEIGHT_ALL_ZERO_HEAD,
-    F_POOL_PAST_2G,
+    F_POOL_PAST_2G, F_READ_PAST_2G,
     F_COUNT
 };
 
@@ -200,7 +200,7 @@ const char *const fuzz_indexer_feature_names[] = {
     "key-fp8-nan", "key-fp8-max", "key-fp8-subnormal", "q-fp8-nan", "scale-nan",
     "scale=0", "scale<2^-60", "scale<2^-10", "scale<2^10", "scale>=2^10",
     "weight=0", "weight<0", "head-weights-all-0",
-    "pool>2^31",
+    "pool>2^31", "read-block>=2^31",
 };
 const int fuzz_indexer_feature_count = F_COUNT;
 _Static_assert(sizeof fuzz_indexer_feature_names / sizeof fuzz_indexer_feature_names[0] == F_COUNT,
@@ -252,6 +252,7 @@ FUZZ_NO_COVERAGE void fuzz_indexer_features(const attest_case *c, uint8_t *hits)
             for (int32_t j = 0; j < i; j++)
                 if (row[j] == row[i]) fuzz_hit(hits, F_TABLE_REPEAT);
             if (row[i] < 0 || row[i] >= p->num_blocks) continue;
+            if ((uint64_t)row[i] * g->stride >= (UINT64_C(1) << 31)) fuzz_hit(hits, F_READ_PAST_2G);
             const uint8_t *blk = cache + (size_t)row[i] * g->stride;
             const int32_t used = len - i * POSITIONS < POSITIONS ? len - i * POSITIONS : POSITIONS;
             for (int32_t pos = 0; pos < used; pos++) {

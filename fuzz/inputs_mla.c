@@ -317,7 +317,7 @@ enum {
     F_S_Q1 = F_HEADS + 6, F_S_Q2,
     F_BATCH1, F_BATCH2_3, F_BATCH4,
     F_TOPK_ONE_TILE, F_TOPK_TILES,
-    F_POOL_PAST_2G,
+    F_POOL_PAST_2G, F_READ_PAST_2G,
     F_COUNT
 };
 
@@ -333,7 +333,7 @@ const char *const fuzz_mla_feature_names[] = {
     "s_q=1", "s_q>=2",
     "b=1", "b=2-3", "b>=4",
     "topk<=64", "topk>64",
-    "pool>2^31",
+    "pool>2^31", "read-page>=2^31",
 };
 const int fuzz_mla_feature_count = F_COUNT;
 _Static_assert(sizeof fuzz_mla_feature_names / sizeof fuzz_mla_feature_names[0] == F_COUNT,
@@ -403,6 +403,12 @@ FUZZ_NO_COVERAGE static void scope_features(const attest_case *c, const scope *s
     const int32_t *idx = s->indices->data;
     const int32_t s_q = c->params.mla.s_q;
     const uint32_t P = s->layout.page_size;
+    /* The first token of the first page that starts 2^31 bytes or more into the pool: where
+     * 32-bit offset arithmetic wraps. A class of its own, so that the corpus keeps an input
+     * that reads there without the pool code's coverage edges keeping every moved-pool input
+     * (their execs are the targets' system time). */
+    const uint64_t stride = s->layout.page_stride ? s->layout.page_stride : 1;
+    const int64_t high = (int64_t)((((UINT64_C(1) << 31) + stride - 1) / stride) * P);
     for (uint64_t r = 0; r < rows; r++) {
         const int32_t limit = lens ? lens[r / (uint64_t)s_q] : w;
         const int32_t *row = idx + r * (uint64_t)w;
@@ -414,6 +420,7 @@ FUZZ_NO_COVERAGE static void scope_features(const attest_case *c, const scope *s
                 tile_valid++;
                 if (v % (int32_t)P == 0) fuzz_hit(hits, F_PAGE_FIRST);
                 if (v % (int32_t)P == (int32_t)P - 1) fuzz_hit(hits, F_PAGE_LAST);
+                if (v >= high) fuzz_hit(hits, F_READ_PAST_2G);
                 if (seen_insert(seen, seen_mask, v)) {
                     token_features(s, v, hits, fp8);
                 } else {

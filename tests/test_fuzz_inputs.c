@@ -117,6 +117,53 @@ static void test_mutator_keeps_inputs_decodable(void **state)
     }
 }
 
+/* Whether an index slot within its row's length (either scope) selects a page that starts 2^31
+ * bytes or more into its pool: written from the case's fields alone. */
+static int mla_reads_past_2g(attest_case *c)
+{
+    const attest_mla_params *p = &c->params.mla;
+    for (int extra = 0; extra < (p->has_extra ? 2 : 1); extra++) {
+        const attest_tensor *it = attest_case_tensor(c, extra ? "extra_indices" : "indices");
+        const attest_tensor *lt = attest_case_tensor(c, extra ? "extra_topk_length" : "topk_length");
+        const int64_t w = it->shape[2];
+        const int64_t page_size = extra ? p->extra_page_size : p->page_size;
+        const uint64_t stride = (uint64_t)(extra ? p->extra_page_stride : p->page_stride);
+        const int32_t *idx = it->data;
+        for (int64_t r = 0; r < (int64_t)p->b * p->s_q; r++) {
+            const int64_t used = lt ? ((const int32_t *)lt->data)[r / p->s_q] : w;
+            for (int64_t i = 0; i < used; i++) {
+                const int32_t v = idx[r * w + i];
+                if (v >= 0 && (uint64_t)(v / page_size) * stride >= (UINT64_C(1) << 31)) return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The class "read-page>=2^31" marks exactly the cases where 32-bit page offsets wrap (what
+ * mutant-mla-int32-offsets gets wrong), moved pools (knobs bits 3 to 6) or not. */
+static void test_mla_read_past_2g_feature(void **state)
+{
+    (void)state;
+    int with = 0, without = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++)
+        for (int k = 0; k < 2; k++) {
+            uint8_t buf[64], none[1] = {0};
+            const size_t n = make_input(buf, none, 0, k ? 0x78 : 0x00, seed);
+            attest_case c;
+            int valid = 0;
+            assert_ok(fuzz_decode(ATTEST_KERNEL_MLA_DECODE, buf, n, &c, &valid));
+            assert_int_equal(valid, 1);
+            const int expect = mla_reads_past_2g(&c);
+            assert_int_equal(has_feature(&c, "read-page>=2^31"), expect);
+            if (expect) with++;
+            else if (c.sparse_pools) without++;
+            attest_case_free(&c);
+        }
+    assert_true(with > 0);
+    assert_true(without > 0); /* a moved pool alone is not the class */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -124,6 +171,7 @@ int main(void)
         cmocka_unit_test(test_indexer_length_op),
         cmocka_unit_test(test_mla_invalid_tile_op),
         cmocka_unit_test(test_mutator_keeps_inputs_decodable),
+        cmocka_unit_test(test_mla_read_past_2g_feature),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
