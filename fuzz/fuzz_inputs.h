@@ -70,11 +70,22 @@ attest_status fuzz_topk_decode(const uint8_t *data, size_t size, attest_topk_cas
 
 /* Storage a target decodes into on every exec without allocating: grown to the largest case
  * seen, never shrunk. */
+/* A sparse pool's own copy (inputs.c, own_sparse_pool): a reservation that holds the pool of
+ * generated case `owner` except in the ranges operations wrote since, which the next decode of
+ * the same case copies back. */
+#define FUZZ_POOL_WRITES 64
+typedef struct fuzz_pool_copy {
+    void *map;
+    size_t bytes;
+    uint64_t owner;        /* 0: none (the reservation is not reused) */
+    uint32_t num_written;  /* FUZZ_POOL_WRITES + 1: more than the list holds */
+    uint64_t written[FUZZ_POOL_WRITES][2]; /* byte offset and length */
+} fuzz_pool_copy;
+
 typedef struct fuzz_workspace {
     void *block;
     size_t cap;
-    void *map[2];         /* a sparse pool an operation wrote: its own reservation, until the */
-    size_t map_bytes[2];  /* next decode */
+    fuzz_pool_copy pool[2]; /* the main and the extra pool */
 } fuzz_workspace;
 
 /* fuzz_decode into ws's storage: *out's tensors point into ws, or, for a cache no operation

@@ -89,6 +89,7 @@ static attest_status generate(attest_kernel kernel, uint64_t seed, uint8_t knobs
 
 typedef struct cache_slot {
     int have;
+    uint64_t id;            /* which generation filled the slot (never 0, never reused) */
     attest_kernel kernel;
     uint64_t seed;
     uint8_t knobs;
@@ -99,6 +100,7 @@ typedef struct cache_slot {
 static struct {
     cache_slot slot[CACHE_SLOTS];
     size_t bytes;
+    uint64_t generated;
 } cache;
 
 static void slot_clear(cache_slot *s)
@@ -110,13 +112,14 @@ static void slot_clear(cache_slot *s)
 }
 
 static attest_status base_case(attest_kernel kernel, uint64_t seed, uint8_t knobs,
-                               const attest_case **out)
+                               const attest_case **out, uint64_t *id)
 {
     *out = NULL;
     uint64_t h = (seed ^ ((uint64_t)knobs << 56) ^ (uint64_t)kernel) * 0x9E3779B97F4A7C15ULL;
     cache_slot *s = &cache.slot[h >> 56];
     if (s->have && s->kernel == kernel && s->seed == seed && s->knobs == knobs) {
         *out = &s->c;
+        if (id) *id = s->id;
         return ATTEST_OK;
     }
     slot_clear(s);
@@ -128,6 +131,8 @@ static attest_status base_case(attest_kernel kernel, uint64_t seed, uint8_t knob
     if (cache.bytes + s->bytes > CACHE_BYTES)
         for (size_t i = 0; i < CACHE_SLOTS; i++) slot_clear(&cache.slot[i]);
     s->have = 1;
+    s->id = ++cache.generated;
+    if (id) *id = s->id;
     s->kernel = kernel;
     s->seed = seed;
     s->knobs = knobs;
@@ -146,6 +151,7 @@ static size_t aligned(size_t n) { return (n + STORAGE_ALIGN - 1) / STORAGE_ALIGN
 static struct {
     attest_case *c;
     const attest_case *base;
+    uint64_t base_id;
     fuzz_workspace *ws;
     size_t offset[ATTEST_CASE_MAX_TENSORS];
 } decoding;
@@ -165,40 +171,85 @@ static int sparse_pool(const attest_case *c, size_t i)
 static void unmap_pools(fuzz_workspace *ws)
 {
     for (int k = 0; k < 2; k++) {
-        if (ws->map[k]) munmap(ws->map[k], ws->map_bytes[k]);
-        ws->map[k] = NULL;
-        ws->map_bytes[k] = 0;
+        fuzz_pool_copy *p = &ws->pool[k];
+        if (p->map) munmap(p->map, p->bytes);
+        memset(p, 0, sizeof *p);
     }
 }
 
 /* A sparse pool's own copy: a reservation holding the pages the cached case reaches, as
- * attest_case_alloc_heap and attest_case_copy_tensor make one. NULL when out of address space. */
+ * attest_case_alloc_heap and attest_case_copy_tensor make one. The reservation outlives the
+ * decode: when the next decode that writes this pool decodes the same generated case (libFuzzer
+ * mutates one input several times in a row, mostly in its head), only the ranges the last
+ * operations wrote are copied back from the case. A fresh reservation per write had its reached
+ * pages faulted in and unmapped again at the next decode: half the page faults of a moved-pool
+ * exec. NULL when out of address space. */
 static void *own_sparse_pool(attest_tensor *t, size_t i)
 {
-    fuzz_workspace *ws = decoding.ws;
-    const int k = ws->map[0] ? 1 : 0;
+    fuzz_pool_copy *p = &decoding.ws->pool[attest_case_tensor_pool(decoding.c, i) == ATTEST_POOL_EXTRA];
+    const uint8_t *from = decoding.base->tensors[i].data;
+    if (p->map && p->owner == decoding.base_id && p->bytes == t->nbytes &&
+        p->num_written <= FUZZ_POOL_WRITES) {
+        for (uint32_t k = 0; k < p->num_written; k++)
+            memcpy((uint8_t *)p->map + p->written[k][0], from + p->written[k][0], p->written[k][1]);
+        p->num_written = 0;
+        t->data = p->map;
+        return p->map;
+    }
+    if (p->map) munmap(p->map, p->bytes);
+    memset(p, 0, sizeof *p);
     void *m = mmap(NULL, t->nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
-    if (m == MAP_FAILED || ws->map[k]) {
-        if (m != MAP_FAILED) munmap(m, t->nbytes);
-        return NULL;
-    }
-    ws->map[k] = m;
-    ws->map_bytes[k] = t->nbytes;
+    if (m == MAP_FAILED) return NULL;
+    p->map = m;
+    p->bytes = t->nbytes;
     t->data = m;
     if (attest_case_copy_tensor(decoding.c, decoding.base, i) != ATTEST_OK) return NULL;
+    p->owner = decoding.base_id;
     return m;
 }
 
-void *fuzz_writable(attest_tensor *t)
+static void *writable(attest_tensor *t, int tracked);
+
+void *fuzz_writable_range(attest_tensor *t, uint64_t at, uint64_t len)
+{
+    uint8_t *own = writable(t, 1);
+    attest_case *c = decoding.c;
+    if (c == NULL || t < c->tensors || t >= c->tensors + c->num_tensors) return own;
+    const size_t i = (size_t)(t - c->tensors);
+    if (!sparse_pool(c, i)) return own;
+    fuzz_pool_copy *p = &decoding.ws->pool[attest_case_tensor_pool(c, i) == ATTEST_POOL_EXTRA];
+    if (p->num_written > FUZZ_POOL_WRITES) return own;
+    if (at > t->nbytes) at = t->nbytes;
+    if (len > t->nbytes - at) len = t->nbytes - at;
+    if (p->num_written > 0) { /* the same page again (an operation's several writes to it) */
+        uint64_t *last = p->written[p->num_written - 1];
+        if (last[0] == at && last[1] == len) return own;
+    }
+    if (p->num_written == FUZZ_POOL_WRITES) {
+        p->num_written = FUZZ_POOL_WRITES + 1; /* the next decode takes a fresh reservation */
+        return own;
+    }
+    p->written[p->num_written][0] = at;
+    p->written[p->num_written][1] = len;
+    p->num_written++;
+    return own;
+}
+
+/* tracked: the caller says where it writes a sparse pool (fuzz_writable_range); otherwise it
+ * may write anywhere, and the next decode of the case cannot reuse the reservation. */
+static void *writable(attest_tensor *t, int tracked)
 {
     attest_case *c = decoding.c;
     if (c == NULL || t < c->tensors || t >= c->tensors + c->num_tensors) return t->data;
     const size_t i = (size_t)(t - c->tensors);
     if (sparse_pool(c, i)) {
-        if (t->data != decoding.base->tensors[i].data) return t->data; /* already its own */
-        void *own = own_sparse_pool(t, i);
+        void *own = t->data;
+        if (own == decoding.base->tensors[i].data) own = own_sparse_pool(t, i);
         if (own == NULL) abort(); /* out of address space: a decode cannot go on half-copied */
+        if (!tracked)
+            decoding.ws->pool[attest_case_tensor_pool(c, i) == ATTEST_POOL_EXTRA].num_written =
+                FUZZ_POOL_WRITES + 1;
         return own;
     }
     void *own = (uint8_t *)decoding.ws->block + decoding.offset[i];
@@ -209,11 +260,13 @@ void *fuzz_writable(attest_tensor *t)
     return own;
 }
 
+void *fuzz_writable(attest_tensor *t) { return writable(t, 0); }
+
 /* Lays base out in *dst with its tensors in ws's block (grown when too small, never shrunk):
  * every tensor but the caches copied, the caches left shared until written. */
-static attest_status copy_into(fuzz_workspace *ws, const attest_case *base, attest_case *dst)
+static attest_status copy_into(fuzz_workspace *ws, const attest_case *base, uint64_t base_id,
+                               attest_case *dst)
 {
-    unmap_pools(ws);
     size_t total = 0;
     for (size_t i = 0; i < base->num_tensors; i++)
         if (!sparse_pool(base, i)) total += aligned(base->tensors[i].nbytes);
@@ -233,6 +286,7 @@ static attest_status copy_into(fuzz_workspace *ws, const attest_case *base, atte
     dst->heap_map_bytes_ = 0;
     decoding.c = dst;
     decoding.base = base;
+    decoding.base_id = base_id;
     decoding.ws = ws;
     size_t offset = 0;
     for (size_t i = 0; i < base->num_tensors; i++) {
@@ -264,7 +318,8 @@ static attest_status decode_onto(fuzz_workspace *ws, attest_kernel kernel, const
     uint8_t knobs;
     read_tail(&in, &seed, &knobs);
     const attest_case *base;
-    ATTEST_FORWARD(base_case(kernel, seed, knobs, &base));
+    uint64_t base_id = 0;
+    ATTEST_FORWARD(base_case(kernel, seed, knobs, &base, &base_id));
     if (base->sparse_pools && !shared) {
         /* A pool held sparsely spans gigabytes of address space: the case gets its own
          * reservation and only the pages it reaches (attest_case_copy_tensor), as the generator
@@ -283,7 +338,7 @@ static attest_status decode_onto(fuzz_workspace *ws, attest_kernel kernel, const
             }
         }
     } else {
-        attest_status st = copy_into(ws, base, out);
+        attest_status st = copy_into(ws, base, base_id, out);
         if (st != ATTEST_OK) {
             memset(&decoding, 0, sizeof decoding);
             return st;
@@ -366,7 +421,7 @@ static const attest_case *case_of_tail(attest_kernel kernel, const uint8_t *tail
     uint8_t knobs;
     read_tail(&in, &seed, &knobs);
     const attest_case *c;
-    if (base_case(kernel, seed, knobs, &c) != ATTEST_OK) {
+    if (base_case(kernel, seed, knobs, &c, NULL) != ATTEST_OK) {
         attest_clear_error();
         return NULL;
     }

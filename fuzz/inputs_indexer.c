@@ -93,8 +93,9 @@ static void apply_extended(attest_case *c, fuzz_input *in)
         break;
     }
     case 1: { /* one block's scales, all one power of two */
-        uint8_t *b = fuzz_writable(attest_case_tensor(c, "cache_bytes"));
         uint64_t blk = fuzz_head_uint(in, 4) % (uint64_t)p->num_blocks;
+        uint8_t *b = fuzz_writable_range(attest_case_tensor(c, "cache_bytes"), blk * c4()->stride,
+                                         c4()->stride);
         float s = ldexpf(1.0f, SCALE_MIN_EXP + (int)(fuzz_head_uint(in, 1) % SCALE_EXPS));
         for (int pos = 0; pos < POSITIONS; pos++) memcpy(b + blk * c4()->stride + c4()->scale[pos], &s, 4);
         break;
@@ -139,8 +140,8 @@ void fuzz_indexer_apply(attest_case *c, fuzz_input *in, int *valid)
             break;
         }
         case 2: { /* a key fp8 byte */
-            uint8_t *b = fuzz_writable(cache);
             uint64_t blk = fuzz_head_uint(in, 4) % (uint64_t)p->num_blocks;
+            uint8_t *b = fuzz_writable_range(cache, blk * c4()->stride, c4()->stride);
             const uint64_t at = blk * c4()->stride + fuzz_head_uint(in, 2) % c4()->keys;
             b[at] = (uint8_t)fuzz_head_uint(in, 1);
             break;
@@ -162,7 +163,9 @@ void fuzz_indexer_apply(attest_case *c, fuzz_input *in, int *valid)
             uint64_t pos = fuzz_head_uint(in, 1) % POSITIONS;
             uint8_t nan = (uint8_t)fuzz_head_uint(in, 1) == 0; /* a NaN scale, now and then */
             float s = nan ? NAN : fabsf(pick_float(in));
-            memcpy((uint8_t *)fuzz_writable(cache) + blk * c4()->stride + c4()->scale[pos], &s, 4);
+            memcpy((uint8_t *)fuzz_writable_range(cache, blk * c4()->stride, c4()->stride) +
+                       blk * c4()->stride + c4()->scale[pos],
+                   &s, 4);
             break;
         }
         }

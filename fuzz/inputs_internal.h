@@ -39,6 +39,10 @@ static inline int fuzz_high_pool_knob(uint8_t knobs) { return (knobs & 0x78) == 
  * cache goes through here (which copies it into the workspace once). Other tensors, and cases
  * not being decoded, are returned as they are. */
 void *fuzz_writable(attest_tensor *t);
+/* fuzz_writable for an operation that writes only bytes [at, at + len) of t: a sparse pool's
+ * reservation, reused by the next decode of the same case, then restores just those (every
+ * operation that writes a pool must say where, through this). */
+void *fuzz_writable_range(attest_tensor *t, uint64_t at, uint64_t len);
 
 /* Generator options from the knobs byte. */
 void fuzz_indexer_knobs(uint8_t knobs, attest_gen_options *opt);

@@ -69,8 +69,12 @@ static void scope_init(const attest_case *c, int extra, scope *s)
     s->present = 1;
 }
 
-/* The pool, for an operation that writes it (fuzz_writable). */
-static uint8_t *pool_w(const scope *s) { return fuzz_writable(s->pool_t); }
+/* Page `page` of the pool, for an operation that writes within it (fuzz_writable_range). */
+static uint8_t *pool_page_w(const scope *s, uint64_t page)
+{
+    const uint64_t stride = s->layout.page_stride;
+    return (uint8_t *)fuzz_writable_range(s->pool_t, page * stride, stride) + page * stride;
+}
 
 /* A bf16 pattern below 2^max_exp in magnitude, or NaN; infinities fold into the range. */
 static uint16_t bf16_in_range(uint16_t v, unsigned max_exp)
@@ -97,7 +101,7 @@ static void mutate_token(const scope *s, fuzz_input *in, int field)
 {
     const attest_layout *L = &s->layout;
     int64_t t = pick_token(s, in);
-    uint8_t *page = pool_w(s) + (uint64_t)(t / L->page_size) * L->page_stride;
+    uint8_t *page = pool_page_w(s, (uint64_t)(t / L->page_size));
     attest_token_offsets o;
     if (attest_layout_token_offsets(L, (uint32_t)(t % L->page_size), &o) != ATTEST_OK) abort();
     if (field == 0) { /* an fp8 element: any of the 256 patterns */
@@ -139,7 +143,7 @@ static void mutate_padding(const scope *s, fuzz_input *in)
 {
     const attest_layout *L = &s->layout;
     int64_t t = pick_token(s, in);
-    uint8_t *page = pool_w(s) + (uint64_t)(t / L->page_size) * L->page_stride;
+    uint8_t *page = pool_page_w(s, (uint64_t)(t / L->page_size));
     uint64_t spare = L->page_stride - L->page_payload;
     uint8_t v = (uint8_t)fuzz_head_uint(in, 1);
     uint32_t r = (uint32_t)fuzz_head_uint(in, 2);
@@ -231,7 +235,7 @@ static void apply_extended(const scope *s, fuzz_input *in)
     }
     case 3: { /* every scale of one token */
         int64_t t = pick_token(s, in);
-        uint8_t *page = pool_w(s) + (uint64_t)(t / L->page_size) * L->page_stride;
+        uint8_t *page = pool_page_w(s, (uint64_t)(t / L->page_size));
         attest_token_offsets o;
         if (attest_layout_token_offsets(L, (uint32_t)(t % L->page_size), &o) != ATTEST_OK) abort();
         const uint8_t e = (uint8_t)fuzz_head_uint(in, 1);
@@ -249,7 +253,7 @@ static void apply_extended(const scope *s, fuzz_input *in)
         const uint64_t pages = (uint64_t)s->tokens / L->page_size;
         const uint64_t a = fuzz_head_uint(in, 2) % pages, b = fuzz_head_uint(in, 2) % pages;
         if (a == b) break;
-        uint8_t *pool = pool_w(s), *pa = pool + a * L->page_stride, *pb = pool + b * L->page_stride;
+        uint8_t *pa = pool_page_w(s, a), *pb = pool_page_w(s, b);
         for (uint64_t i = 0; i < L->page_stride; i++) {
             const uint8_t v = pa[i];
             pa[i] = pb[i];

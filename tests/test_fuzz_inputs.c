@@ -164,6 +164,80 @@ static void test_mla_read_past_2g_feature(void **state)
     assert_true(without > 0); /* a moved pool alone is not the class */
 }
 
+/* One mla operation writing the fp8 element 0 of token t (op 0, "any token": 4 bytes of t). */
+static size_t token_write_input(uint8_t *buf, uint32_t t, uint8_t value, uint64_t seed)
+{
+    const uint8_t head[] = {0, 0, (uint8_t)t, (uint8_t)(t >> 8), (uint8_t)(t >> 16),
+                            (uint8_t)(t >> 24), 0, 0, value};
+    return make_input(buf, head, sizeof head, 0x78, seed);
+}
+
+static const uint8_t *pool_page(const attest_case *c, uint32_t t)
+{
+    const attest_tensor *pool = attest_case_tensor((attest_case *)c, "cache_bytes");
+    return (const uint8_t *)pool->data + (uint64_t)(t / (uint32_t)c->params.mla.page_size) *
+                                             (uint64_t)c->params.mla.page_stride;
+}
+
+/* A reused workspace keeps a moved pool's reservation from one decode to the next of the same
+ * generated case: what the last input's operation wrote there must not show in the next one.
+ * Decoding A (writing token a's page), then B (writing token b's) into one workspace gives B's
+ * pool bytes as decoding B alone does, on both pages. */
+static void test_reused_sparse_pool_forgets_writes(void **state)
+{
+    (void)state;
+    uint64_t seed = 0;
+    attest_case plain;
+    int valid = 0;
+    uint32_t a = 0, b = 0;
+    for (uint64_t s = 1; s <= 40 && seed == 0; s++) { /* a moved pool with two reached pages */
+        uint8_t buf[64], none[1] = {0};
+        assert_ok(fuzz_decode(ATTEST_KERNEL_MLA_DECODE, buf, make_input(buf, none, 0, 0x78, s),
+                              &plain, &valid));
+        assert_int_equal(valid, 1);
+        const attest_tensor *it = attest_case_tensor(&plain, "indices");
+        const int32_t *idx = it->data;
+        const int32_t P = plain.params.mla.page_size;
+        int have_a = 0;
+        for (size_t i = 0; plain.sparse_pools && i < attest_tensor_count(it); i++) {
+            if (idx[i] < 0) continue;
+            if (!have_a) {
+                a = (uint32_t)idx[i];
+                have_a = 1;
+            } else if (idx[i] / P != (int32_t)a / P) {
+                b = (uint32_t)idx[i];
+                seed = s;
+                break;
+            }
+        }
+        attest_case_free(&plain);
+    }
+    assert_true(seed != 0);
+    uint8_t in_a[64], in_b[64];
+    const size_t na = token_write_input(in_a, a, 0x7F, seed);
+    const size_t nb = token_write_input(in_b, b, 0x7F, seed);
+    attest_case alone;
+    assert_ok(fuzz_decode(ATTEST_KERNEL_MLA_DECODE, in_b, nb, &alone, &valid));
+    assert_int_equal(valid, 1);
+    const size_t page_bytes = (size_t)alone.params.mla.page_stride;
+    fuzz_workspace ws;
+    memset(&ws, 0, sizeof ws);
+    attest_case c;
+    for (int round = 0; round < 3; round++) {
+        assert_ok(fuzz_decode_reuse(&ws, ATTEST_KERNEL_MLA_DECODE, in_a, na, &c, &valid));
+        assert_int_equal(valid, 1);
+        assert_memory_not_equal(pool_page(&c, a), pool_page(&alone, a), page_bytes); /* it wrote */
+        attest_case_free(&c);
+        assert_ok(fuzz_decode_reuse(&ws, ATTEST_KERNEL_MLA_DECODE, in_b, nb, &c, &valid));
+        assert_int_equal(valid, 1);
+        assert_memory_equal(pool_page(&c, a), pool_page(&alone, a), page_bytes);
+        assert_memory_equal(pool_page(&c, b), pool_page(&alone, b), page_bytes);
+        attest_case_free(&c);
+    }
+    fuzz_workspace_free(&ws);
+    attest_case_free(&alone);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -172,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_mla_invalid_tile_op),
         cmocka_unit_test(test_mutator_keeps_inputs_decodable),
         cmocka_unit_test(test_mla_read_past_2g_feature),
+        cmocka_unit_test(test_reused_sparse_pool_forgets_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
