@@ -199,9 +199,23 @@ static void unguard(arena *a);
 
 static void sparse_release(arena *a)
 {
-    unguard(a); /* MADV_REMOVE needs write access */
-    if (a->base != NULL && a->sparse_end > a->sparse_begin && a->sparse_end <= a->capacity)
-        (void)madvise(a->base + a->sparse_begin, a->sparse_end - a->sparse_begin, MADV_REMOVE);
+    if (a->base != NULL && a->sparse_end > a->sparse_begin && a->sparse_end <= a->capacity) {
+        const size_t len = a->sparse_end - a->sparse_begin;
+        /* A guarding process (in-process runs) is the only one that maps the arena: the range
+         * is replaced by a fresh one, which drops its pages, its protection and its page tables
+         * in one call. Unprotecting and punching it instead walked every page table the
+         * earlier layouts left there, twice (and the next guard a third time), and the tables
+         * pile up as each moved pool lands somewhere else. A worker shares the mapping, which
+         * a new one would split: there the pages are punched. */
+        if (a->guarded > 0 &&
+            mmap(a->base + a->sparse_begin, len, PROT_READ | PROT_WRITE,
+                 MAP_FIXED | MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) != MAP_FAILED) {
+            a->guarded = 0;
+        } else {
+            unguard(a); /* MADV_REMOVE needs write access */
+            (void)madvise(a->base + a->sparse_begin, len, MADV_REMOVE);
+        }
+    }
     a->sparse_begin = a->sparse_end = 0;
 }
 
