@@ -441,7 +441,7 @@ size_t fuzz_mutate(attest_kernel kernel, uint8_t *data, size_t size, size_t max_
     }
     size_t head = size - FUZZ_TAIL_BYTES;
     if (roll == 1) { /* another shape of the same seed */
-        data[size - 1] ^= (uint8_t)(1u << fuzz_rng_below(&r, 5)); /* bits 3-4: the high pool */
+        data[size - 1] ^= (uint8_t)(1u << fuzz_rng_below(&r, 5)); /* bits 3-4 are two of the high-pool four */
         return size;
     }
     if (roll <= 4 && bytes != NULL && head > 0) { /* byte mutations of the head, tail kept */
