@@ -207,6 +207,22 @@ static uint64_t row_count(const scope *s)
     return w > 0 ? attest_tensor_count(s->indices) / (uint64_t)w : 0;
 }
 
+/* Exchanges n bytes of two pages, a chunk at a time: a byte loop took a coverage counter per
+ * byte in fuzz builds (a tenth of a decode exec, for a page of 37 KB). */
+static void swap_bytes(uint8_t *a, uint8_t *b, uint64_t n)
+{
+    uint8_t tmp[1024];
+    while (n > 0) {
+        const size_t k = n < sizeof tmp ? (size_t)n : sizeof tmp;
+        memcpy(tmp, a, k);
+        memcpy(a, b, k);
+        memcpy(b, tmp, k);
+        a += k;
+        b += k;
+        n -= k;
+    }
+}
+
 static void apply_extended(const scope *s, fuzz_input *in)
 {
     const attest_layout *L = &s->layout;
@@ -254,11 +270,7 @@ static void apply_extended(const scope *s, fuzz_input *in)
         const uint64_t a = fuzz_head_uint(in, 2) % pages, b = fuzz_head_uint(in, 2) % pages;
         if (a == b) break;
         uint8_t *pa = pool_page_w(s, a), *pb = pool_page_w(s, b);
-        for (uint64_t i = 0; i < L->page_stride; i++) {
-            const uint8_t v = pa[i];
-            pa[i] = pb[i];
-            pb[i] = v;
-        }
+        swap_bytes(pa, pb, L->page_stride);
         const size_t n = attest_tensor_count(s->indices);
         for (size_t i = 0; i < n; i++) {
             if (idx[i] < 0) continue;

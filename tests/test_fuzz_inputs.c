@@ -89,6 +89,51 @@ static void test_mla_invalid_tile_op(void **state)
     attest_case_free(&c);
 }
 
+/* Decode extended op 4 (two pages swapped) on pages 0 and 1: each page holds the other's bytes,
+ * padding included, and each index follows its token to the other page. */
+static void test_mla_page_swap_op(void **state)
+{
+    (void)state;
+    const uint8_t head[] = {126, 4, 0, 0, 1, 0};
+    uint8_t buf[64];
+    int tried = 0;
+    for (uint64_t seed = 1; seed < 64; seed++) {
+        attest_case plain, swapped;
+        int valid = 0;
+        assert_ok(fuzz_decode(ATTEST_KERNEL_MLA_DECODE, buf, make_input(buf, head, 0, 0, seed),
+                              &plain, &valid));
+        const attest_mla_params *p = &plain.params.mla;
+        if (p->num_pages < 2) {
+            attest_case_free(&plain);
+            continue;
+        }
+        assert_ok(fuzz_decode(ATTEST_KERNEL_MLA_DECODE, buf,
+                              make_input(buf, head, sizeof head, 0, seed), &swapped, &valid));
+        assert_int_equal(valid, 1);
+        const size_t stride = (size_t)p->page_stride;
+        const uint8_t *a = attest_case_tensor(&plain, "cache_bytes")->data;
+        const uint8_t *b = attest_case_tensor(&swapped, "cache_bytes")->data;
+        assert_memory_equal(b, a + stride, stride);
+        assert_memory_equal(b + stride, a, stride);
+        if (p->num_pages > 2)
+            assert_memory_equal(b + 2 * stride, a + 2 * stride, stride);
+        const attest_tensor *ti = attest_case_tensor(&plain, "indices");
+        const int32_t *ia = ti->data;
+        const int32_t *ib = attest_case_tensor(&swapped, "indices")->data;
+        const int32_t P = p->page_size;
+        for (size_t i = 0; i < attest_tensor_count(ti); i++) {
+            const int32_t v = ia[i];
+            const int32_t want = v < 0 || v >= 2 * P ? v : v < P ? v + P : v - P;
+            assert_int_equal(ib[i], want);
+        }
+        attest_case_free(&plain);
+        attest_case_free(&swapped);
+        tried++;
+        if (tried == 3) break;
+    }
+    assert_int_equal(tried, 3);
+}
+
 /* Many rounds of the mutator from an empty input: sizes within max_size, every indexer input
  * decodes (valid or skipped), every decode input decodes to a valid case (its decoder aborts on
  * an invalid one), and the operations change the cases. */
@@ -244,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_mla_q_op_reads_index_then_value),
         cmocka_unit_test(test_indexer_length_op),
         cmocka_unit_test(test_mla_invalid_tile_op),
+        cmocka_unit_test(test_mla_page_swap_op),
         cmocka_unit_test(test_mutator_keeps_inputs_decodable),
         cmocka_unit_test(test_mla_read_past_2g_feature),
         cmocka_unit_test(test_reused_sparse_pool_forgets_writes),
