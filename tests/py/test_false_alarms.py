@@ -33,6 +33,24 @@ def correct_candidates():
     return cands
 
 
+def aligned_ratios():
+    """mla-decode-bf16-aligned.h5 lines up every rounding of the bf16 model (make_bf16_aligned.py):
+    cpu-mla-decode-bf16pv passes it (above) and uses most of its tolerance, so the bound is
+    tight there. Without the bound's u_p * sum w |V| term it fails (1.44x and 1.10x)."""
+    import tempfile
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        res = os.path.join(tmp, "r.h5")
+        rc, out, err = run("check", os.path.join(FIXTURES, "mla-decode-bf16-aligned.h5"),
+                           "--candidate", BF16PV, "--policy", BF16, "--out", res)
+        check(rc == 0, f"{BF16PV} on mla-decode-bf16-aligned.h5: exit {rc}\n{out}{err}")
+        with h5py.File(res, "r") as f:
+            ratios = [float(r["out0_worst_ratio"]) for r in f["cases"][...]]
+    check(len(ratios) == 2 and ratios[0] >= 0.9 and ratios[1] >= 0.7,
+          f"{BF16PV} on mla-decode-bf16-aligned.h5: worst error / tolerance {ratios}, expected "
+          ">= 0.9 (no sink) and >= 0.7 (sink)")
+
+
 def main():
     cands = correct_candidates()
     for c in cands:
@@ -42,6 +60,7 @@ def main():
     # FlashMLA's formats (bf16 K/V and P) are correct under their own policy, not the default's.
     rc, out, err = run("check", FIXTURES, "--candidate", BF16PV, "--policy", BF16)
     check(rc == 0, f"{BF16PV} under bf16-tensor-core: exit {rc}\n{out}{err}")
+    aligned_ratios()
     rc, out, err = run("run", "--kernel", "mla-decode", "--candidate", BF16PV, "--cases", "60",
                        "--seed", "5", "--policy", BF16)
     check(rc == 0, f"{BF16PV}: 60 generated cases under bf16-tensor-core: exit {rc}\n{out}{err}")
