@@ -203,30 +203,49 @@ static double indexer_bound(const attest_indexer_params *p, const attest_bound_m
     return gamma * mag + flush;
 }
 
-static attest_status indexer_row(const indexer_inputs *in, attest_ref_mode mode,
-                                 attest_indexer_order order, int32_t row, double *q, double *k,
-                                 double *kt, double *out, const attest_bound_model *model, double *bound)
+/* The query row `row` in double, into q (heads x D). */
+static void indexer_load_query(const indexer_inputs *in, attest_ref_mode mode, int32_t row,
+                               double *q)
 {
-    const attest_indexer_params *p = in->p;
-    const int32_t H = p->heads, D = p->head_dim;
-    const int32_t b = row / p->next_n;
-    const int32_t len = attest_indexer_row_length(p, in->context_lens, row);
-    const size_t qbase = (size_t)row * (size_t)H * (size_t)D; /* [b, next_n] flattens to row */
+    const size_t n = (size_t)in->p->heads * (size_t)in->p->head_dim;
+    const size_t qbase = (size_t)row * n; /* [b, next_n] flattens to row */
     /* The source pointer and the mode outside the loop: through in->, every store to q (a
      * double the compiler cannot tell from in's fields) reloaded them per element. */
     if (mode == ATTEST_REF_TRUE) {
         const float *src = in->q_true + qbase;
-        for (size_t i = 0; i < (size_t)H * (size_t)D; i++) q[i] = (double)src[i];
+        for (size_t i = 0; i < n; i++) q[i] = (double)src[i];
     } else {
         const uint8_t *src = in->q_fp8 + qbase;
-        for (size_t i = 0; i < (size_t)H * (size_t)D; i++) q[i] = (double)attest_fp8_values[src[i]];
+        for (size_t i = 0; i < n; i++) q[i] = (double)attest_fp8_values[src[i]];
     }
-    const float *w = in->weights + (size_t)row * (size_t)H;
-    double sum_w = 0.0;
-    for (int32_t h = 0; h < H; h++) sum_w += fabs((double)w[h]);
+}
 
-    for (int32_t t0 = 0; t0 < len; t0 += IDX_BLOCK) {
-        const int32_t nb = len - t0 < IDX_BLOCK ? len - t0 : IDX_BLOCK;
+/* The next_n rows of request b. A block of keys is decoded once and serves every row that
+ * reaches it (decoding per row was 8% of an indexer fuzz exec); each row's logits are those of
+ * the row alone, lane for lane, since a lane's result depends on its own key only. q holds the
+ * rows' queries (next_n x heads x D), sum_w next_n doubles. */
+static attest_status indexer_request(const indexer_inputs *in, attest_ref_mode mode,
+                                     attest_indexer_order order, int32_t b, double *q, double *k,
+                                     double *kt, double *sum_w, double *logits,
+                                     const attest_bound_model *model, double *bound)
+{
+    const attest_indexer_params *p = in->p;
+    const int32_t H = p->heads, D = p->head_dim, n = p->next_n;
+    const int32_t row0 = b * n;
+    /* A row's length grows with its index in the request (attest_indexer_row_length). */
+    int32_t req_len = 0;
+    for (int32_t j = 0; j < n; j++) {
+        const int32_t len = attest_indexer_row_length(p, in->context_lens, row0 + j);
+        if (len > req_len) req_len = len;
+        indexer_load_query(in, mode, row0 + j, q + (size_t)j * (size_t)H * (size_t)D);
+        const float *w = in->weights + (size_t)(row0 + j) * (size_t)H;
+        double s = 0.0;
+        for (int32_t h = 0; h < H; h++) s += fabs((double)w[h]);
+        sum_w[j] = s;
+    }
+
+    for (int32_t t0 = 0; t0 < req_len; t0 += IDX_BLOCK) {
+        const int32_t nb = req_len - t0 < IDX_BLOCK ? req_len - t0 : IDX_BLOCK;
         double kscale[IDX_BLOCK], lg[IDX_BLOCK], mag[IDX_BLOCK];
         for (int32_t j = 0; j < IDX_BLOCK; j++) {
             kscale[j] = 1.0;
@@ -258,24 +277,41 @@ static attest_status indexer_row(const indexer_inputs *in, attest_ref_mode mode,
             }
             for (int32_t d = 0; d < D; d++) kt[(size_t)d * IDX_BLOCK + (size_t)j] = k[d];
         }
-        indexer_logit_block(in, q, kt, w, kscale, mode, order, lg, mag);
-        for (int32_t j = 0; j < nb; j++) {
-            out[t0 + j] = lg[j];
-            /* 448 = the largest |q| an fp8 query can hold, for a key scale folded into k first. */
-            if (bound != NULL)
-                bound[t0 + j] = indexer_bound(p, model, lg[j], mag[j],
-                                              sum_w * 449.0 * (1.0 + fabs(kscale[j])));
+        for (int32_t r = 0; r < n; r++) {
+            const int32_t row = row0 + r;
+            const int32_t len = attest_indexer_row_length(p, in->context_lens, row);
+            if (len <= t0) continue;
+            const int32_t nr = len - t0 < IDX_BLOCK ? len - t0 : IDX_BLOCK;
+            indexer_logit_block(in, q + (size_t)r * (size_t)H * (size_t)D, kt,
+                                in->weights + (size_t)row * (size_t)H, kscale, mode, order, lg,
+                                mag);
+            double *out = logits + (size_t)row * (size_t)p->max_len;
+            for (int32_t j = 0; j < nr; j++) {
+                out[t0 + j] = lg[j];
+                /* 448 = the largest |q| an fp8 query can hold, for a key scale folded into k
+                 * first. */
+                if (bound != NULL)
+                    bound[(size_t)row * (size_t)p->max_len + (size_t)(t0 + j)] =
+                        indexer_bound(p, model, lg[j], mag[j],
+                                      sum_w[r] * 449.0 * (1.0 + fabs(kscale[j])));
+            }
         }
     }
     const double fill = masked_value(p->masking);
-    for (int32_t t = len; t < p->max_len; t++) out[t] = fill;
-    if (bound != NULL)
-        for (int32_t t = len; t < p->max_len; t++) bound[t] = 0.0; /* a fill value is exact */
+    for (int32_t r = 0; r < n; r++) {
+        const int32_t row = row0 + r;
+        const int32_t len = attest_indexer_row_length(p, in->context_lens, row);
+        double *out = logits + (size_t)row * (size_t)p->max_len;
+        for (int32_t t = len; t < p->max_len; t++) out[t] = fill;
+        if (bound != NULL) /* a fill value is exact */
+            for (int32_t t = len; t < p->max_len; t++)
+                bound[(size_t)row * (size_t)p->max_len + (size_t)t] = 0.0;
+    }
     return ATTEST_OK;
 }
 
-/* The rows' scratch (q, k, kt), kept per thread and grown to the largest case seen: a fuzz
- * target judges one small case after another, and three allocations per case were the
+/* The requests' scratch (q, k, kt, sum_w), kept per thread and grown to the largest case seen:
+ * a fuzz target judges one small case after another, and three allocations per case were the
  * reference's share of what an exec allocated. */
 static _Thread_local struct {
     double *block;
@@ -311,16 +347,15 @@ static attest_status indexer_run(const attest_case *c, attest_ref_mode mode,
     ATTEST_FORWARD(indexer_load(c, mode, &in));
     const attest_indexer_params *p = in.p;
     size_t nq;
-    ATTEST_FORWARD(attest_ref_count_(&nq, "query row", 2, (int64_t)p->heads, (int64_t)p->head_dim));
-    /* Small (heads x head_dim and a block of keys): never worth giving back. */
-    double *q = take_row_scratch(nq + (size_t)p->head_dim * (1 + IDX_BLOCK));
+    ATTEST_FORWARD(attest_ref_count_(&nq, "a request's query rows", 3, (int64_t)p->next_n,
+                                     (int64_t)p->heads, (int64_t)p->head_dim));
+    /* Small (next_n x heads x head_dim, a block of keys): never worth giving back. */
+    double *q = take_row_scratch(nq + (size_t)p->head_dim * (1 + IDX_BLOCK) + (size_t)p->next_n);
     if (q == NULL) return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "indexer reference: out of memory");
-    double *k = q + nq, *kt = k + p->head_dim;
+    double *k = q + nq, *kt = k + p->head_dim, *sum_w = kt + (size_t)p->head_dim * IDX_BLOCK;
     attest_status st = ATTEST_OK;
-    const int32_t rows = p->b * p->next_n;
-    for (int32_t row = 0; row < rows && st == ATTEST_OK; row++)
-        st = indexer_row(&in, mode, order, row, q, k, kt, logits + (size_t)row * (size_t)p->max_len,
-                         model, bound ? bound + (size_t)row * (size_t)p->max_len : NULL);
+    for (int32_t b = 0; b < p->b && st == ATTEST_OK; b++)
+        st = indexer_request(&in, mode, order, b, q, k, kt, sum_w, logits, model, bound);
     return st;
 }
 
