@@ -547,10 +547,74 @@ static void test_topk_gate(void **state)
     assert_int_equal(m.failed_gates, 0);
 }
 
+/* Across the comparator's blocks of elements (compare.c, CMP_BLOCK): the energy sums are added in
+ * index order (after a first element of 1e8 squared, each later square of about 1 rounds on
+ * its own; summing those first, as lanes or pairs would, gives another double), and the worst pair is the first
+ * of the largest ratio, also when its equal lies in a later block; a masked-out element with a
+ * larger error and a non-finite pair count nowhere else. */
+static void test_order_across_blocks(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    double r[N];
+    float c[N];
+    uint8_t mask[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = i == 0 ? 1e8 : 1.0 + (double)(i % 7) / 8;
+        c[i] = (float)r[i] + (i % 3 == 0 ? 0.0f : 0.0625f);
+        mask[i] = 1;
+    }
+    c[31] = (float)r[31] + 0.5f; /* the largest error: 31, and again 32, 95 and 160 */
+    c[32] = (float)r[32] + 0.5f;
+    c[95] = (float)r[95] + 0.5f;
+    c[160] = (float)r[160] + 0.5f;
+    r[31] = r[32] = r[95] = r[160] = 1.0;
+    c[31] = c[32] = c[95] = c[160] = 1.5f;
+    c[40] = 9.0f; /* larger still, but masked out */
+    mask[40] = 0;
+    r[77] = NAN; /* a non-finite pair (NaN both sides): no sum, no ratio */
+    c[77] = NAN;
+    double sd = 0, sr = 0, sb = 0;
+    uint64_t pairs = 0;
+    for (int i = 0; i < N; i++) {
+        if (!mask[i] || i == 77) continue;
+        const double d = (double)c[i] - r[i];
+        sd += d * d;
+        sr += r[i] * r[i];
+        sb += r[i] * r[i] + (double)c[i] * (double)c[i];
+        pairs++;
+    }
+    attest_tolerance t = loose();
+    t.atol = 0.25;
+    attest_tensor_metrics m;
+    memset(&m, 0, sizeof m);
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, N, NULL, 0, mask, 0, &t, &m));
+    assert_int_equal(m.count, N - 1);
+    assert_int_equal(m.finite_pairs, pairs);
+    assert_int_equal(m.ref_nan, 1);
+    assert_int_equal(m.nonfinite_mismatches, 0);
+    assert_true(m.nmse == sd / sr);      /* bit for bit: the sums in index order */
+    assert_true(m.cos_diff == sd / sb);
+    double ones_first = 0; /* the same terms in another order: another double */
+    for (int i = 1; i < N; i++)
+        if (mask[i] && i != 77) ones_first += r[i] * r[i];
+    assert_true(ones_first + r[0] * r[0] != sr);
+    assert_int_equal(m.worst.index[0], 31);
+    near(m.worst_ratio, 2); /* 0.5 / 0.25 */
+    assert_int_equal(m.element_failures, 4);
+    near(m.max_abs, 0.5);
+
+    /* The first of the largest in a later block, after a smaller one in the first. */
+    c[31] = c[32] = 1.25f;
+    assert_ok(attest_compare_tensor(r, c, ATTEST_DTYPE_F32, N, NULL, 0, mask, 0, &t, &m));
+    assert_int_equal(m.worst.index[0], 95);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cosine_and_nmse_by_hand),
+        cmocka_unit_test(test_order_across_blocks),
         cmocka_unit_test(test_element_gate),
         cmocka_unit_test(test_atol_ref_scale),
         cmocka_unit_test(test_nonfinite_gate),

@@ -13,6 +13,7 @@
 #include "assert_ok.h"
 
 #include "attest/bound.h"
+#include "attest/compare.h"
 #include "attest/generator.h"
 #include "attest/isa.h"
 #include "attest/policy.h"
@@ -24,7 +25,8 @@
 #define MAX_CANDIDATES 16
 
 /* Everything one ISA computed for one case, flattened: reference outputs in both modes, the
- * bounds, and every CPU candidate's output bytes (the outputs poisoned alike before each run). */
+ * bounds, every CPU candidate's output bytes (the outputs poisoned alike before each run) and
+ * the comparator's metrics of each against the last reference and the bounds. */
 typedef struct isa_result {
     unsigned char *bytes;
     size_t len, cap;
@@ -85,10 +87,6 @@ static void run_everything(attest_case *c, const attest_policy *pol, isa_result 
         assert_ok(attest_ref_compute(c, ATTEST_REF_TRUE, refs));
         for (int i = 0; i < nout; i++) append(r, refs[i], counts[i] * sizeof(double));
     }
-    for (int i = 0; i < nout; i++) {
-        free(refs[i]);
-        free(bounds[i]);
-    }
     const attest_candidate *cands[MAX_CANDIDATES];
     const size_t ncand = cpu_candidates(c->kernel, cands);
     assert_true(ncand > 0);
@@ -106,9 +104,28 @@ static void run_everything(attest_case *c, const attest_policy *pol, isa_result 
         if (cand->fini) cand->fini(ctx);
         append(r, &supported, sizeof supported);
         append(r, &rc, sizeof rc);
-        for (size_t i = 0; i < c->num_tensors; i++)
-            if (c->tensors[i].role == ATTEST_ROLE_OUTPUT)
-                append(r, c->tensors[i].data, c->tensors[i].nbytes);
+        /* The comparator's lanes (compare.c) on this output against the bounds: every metric. */
+        int o = 0;
+        for (size_t i = 0; i < c->num_tensors; i++) {
+            const attest_tensor *t = &c->tensors[i];
+            if (t->role != ATTEST_ROLE_OUTPUT) continue;
+            append(r, t->data, t->nbytes);
+            attest_tolerance tol;
+            assert_ok(attest_policy_lookup(pol, c->kernel, t->name, &tol));
+            attest_tensor_metrics m;
+            memset(&m, 0, sizeof m);
+            if (t->dtype == ATTEST_DTYPE_F32 || t->dtype == ATTEST_DTYPE_BF16) {
+                assert_ok(attest_compare_tensor_bounded(refs[o], bounds[o], t->data, t->dtype,
+                                                        counts[o], t->shape, t->rank, NULL,
+                                                        0xA5A5A5A5u /* the memset above */, &tol, &m));
+                append(r, &m, sizeof m);
+            }
+            o++;
+        }
+    }
+    for (int i = 0; i < nout; i++) {
+        free(refs[i]);
+        free(bounds[i]);
     }
 }
 
