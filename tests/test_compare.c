@@ -547,7 +547,8 @@ static void test_topk_gate(void **state)
     assert_int_equal(m.failed_gates, 0);
 }
 
-/* Across the comparator's blocks of elements (compare.c, CMP_BLOCK): the energy sums are added in
+/* What any blocked or vector comparator must keep (one was tried: docs/notes.md, "The
+ * comparator in vector lanes"), over 200 elements: the energy sums are added in
  * index order (after a first element of 1e8 squared, each later square of about 1 rounds on
  * its own; summing those first, as lanes or pairs would, gives another double), and the worst pair is the first
  * of the largest ratio, also when its equal lies in a later block; a masked-out element with a

@@ -104,7 +104,8 @@ static void run_everything(attest_case *c, const attest_policy *pol, isa_result 
         if (cand->fini) cand->fini(ctx);
         append(r, &supported, sizeof supported);
         append(r, &rc, sizeof rc);
-        /* The comparator's lanes (compare.c) on this output against the bounds: every metric. */
+        /* The comparator on this output against the bounds: every metric (a vector comparator
+         * must agree across ISAs like the references). */
         int o = 0;
         for (size_t i = 0; i < c->num_tensors; i++) {
             const attest_tensor *t = &c->tensors[i];

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attest/isa.h"
 #include "attest/numerics.h"
 
 static const char *const gate_names[ATTEST_GATE_COUNT_] = {
@@ -41,6 +40,13 @@ void attest_gate_mask_string(uint32_t mask, char *buf, size_t cap)
 
 /* Non-finite classes; two values match in the nonfinite gate when their classes are equal. */
 enum { CLASS_FINITE = 0, CLASS_POSINF = 1, CLASS_NEGINF = 2, CLASS_NAN = 3 };
+
+static int classify(double x)
+{
+    if (isnan(x)) return CLASS_NAN;
+    if (isinf(x)) return x > 0 ? CLASS_POSINF : CLASS_NEGINF;
+    return CLASS_FINITE;
+}
 
 /* Maps a sign-magnitude float encoding onto integers whose order and differences follow the
  * representable values (+0 and -0 both map to 0), so |key(a) - key(b)| counts steps. */
@@ -86,6 +92,26 @@ static attest_status check_tolerance(const attest_tolerance *tol)
     return ATTEST_OK;
 }
 
+/* Candidate element i as (exact) double plus its raw bits in the low bits of *bits. */
+static double cand_value(const void *cand, attest_dtype dtype, size_t i, uint32_t *bits)
+{
+    if (dtype == ATTEST_DTYPE_BF16) {
+        uint16_t h;
+        memcpy(&h, (const uint8_t *)cand + 2 * i, 2);
+        *bits = h;
+        uint32_t w = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &w, 4);
+        return f;
+    }
+    uint32_t w;
+    memcpy(&w, (const uint8_t *)cand + 4 * i, 4);
+    *bits = w;
+    float f;
+    memcpy(&f, &w, 4);
+    return f;
+}
+
 /* Steps between candidate bits and the reference rounded (nearest even) to the candidate dtype. */
 static double code_distance(double r, uint32_t cbits, attest_dtype dtype)
 {
@@ -101,252 +127,46 @@ static double code_distance(double r, uint32_t cbits, attest_dtype dtype)
     return (double)(d < 0 ? -d : d);
 }
 
-/* Half a step (unit in the last place) of a format with `mant` mantissa bits and float32's
- * exponent range at magnitude x >= 0, subnormal steps included: 2^(max(floor(log2 x), -126) -
- * mant - 1), from the double's exponent bits (frexp and ldexp were a library call each per
- * element), as selects so that the comparison's lanes vectorize it. A double subnormal lies far
- * below 2^-126; every result is a normal double, 2^-150 to 2^1015 (the half of a power of two
- * is exact, so this is 0.5 * the step). */
-ATTEST_ISA_BODY double half_step(int64_t mant, double x)
+/* One step (unit in the last place) of dtype at magnitude x >= 0, subnormal steps included:
+ * 2^(max(floor(log2 x), -126) - mant), from the double's exponent bits (frexp and ldexp were a
+ * library call each per element). A double subnormal lies far below 2^-126; every result is a
+ * normal double, 2^-149 to 2^1016. */
+static double dtype_step(attest_dtype dtype, double x)
 {
-    uint64_t xb;
-    memcpy(&xb, &x, sizeof xb);
-    const int64_t e = (int64_t)((xb >> 52) & 0x7FFu) - 1023;
-    /* x > 0, finite, normal and above 2^-126: its own exponent; else float's least */
-    const int64_t e2 = x > 0 && x < INFINITY && e > -126 ? e : -126;
-    const uint64_t half_bits = (uint64_t)(e2 - mant - 1 + 1023) << 52;
-    double half;
-    memcpy(&half, &half_bits, sizeof half);
-    return half;
+    const int mant = dtype == ATTEST_DTYPE_BF16 ? 7 : 23;
+    const int min_exp = -126; /* both share float32's exponent range */
+    int e = min_exp;
+    if (x > 0 && isfinite(x)) {
+        uint64_t bits;
+        memcpy(&bits, &x, sizeof bits);
+        const int biased = (int)((bits >> 52) & 0x7FFu);
+        if (biased != 0 && biased - 1023 > min_exp) e = biased - 1023;
+    }
+    const uint64_t step = (uint64_t)(e - mant + 1023) << 52;
+    double out;
+    memcpy(&out, &step, sizeof out);
+    return out;
 }
 
-static int64_t mantissa_bits(attest_dtype dtype) { return dtype == ATTEST_DTYPE_BF16 ? 7 : 23; }
-
-/* attest_element_tolerance with the format's mantissa bits: inline in the comparison's lanes. */
-ATTEST_ISA_BODY double element_tolerance(double factor, int64_t mant, double r, double b)
+/* attest_element_tolerance, inline in the comparison loop (a call per judged element). */
+static inline double element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r,
+                                       double b)
 {
-    const double kb = factor * (isfinite(b) ? b : INFINITY);
-    return isfinite(kb) ? kb + half_step(mant, fabs(r) + kb) : INFINITY;
+    const double kb = tol->bound_factor * (isfinite(b) ? b : INFINITY);
+    if (!isfinite(kb)) return INFINITY;
+    return kb + 0.5 * dtype_step(dtype, fabs(r) + kb);
 }
 
 double attest_element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r, double b)
 {
-    return element_tolerance(tol->bound_factor, mantissa_bits(dtype), r, b);
+    return element_tolerance(tol, dtype, r, b);
 }
 
 double attest_rounding_error(attest_dtype dtype, double x)
 {
     if (dtype != ATTEST_DTYPE_F32 && dtype != ATTEST_DTYPE_BF16) return 0.0;
-    return half_step(mantissa_bits(dtype), fabs(x));
+    return 0.5 * dtype_step(dtype, fabs(x));
 }
-
-/* The comparison runs a block of CMP_BLOCK elements at a time (attest_compare_tensor_bounded).
- * What an element needs on its own (its values and classes, its tolerance, its error ratio and
- * relative error: two divisions and the bound's exponent arithmetic, most of an element's time
- * in one scalar pass) and everything the gates need that does not depend on order (counts, the
- * maxima, "some element is informative") are computed for the whole block in vector lanes
- * (cmp_fill); what depends on order stays one element at a time in index order in the caller:
- * the four sums, and so their bits, and the worst pair, the first of the largest ratio. A lane
- * gets the value the one-pass loop computed (the same IEEE operations on the same operands),
- * and a maximum of values that are never NaN is the same in any order. CMP_WAYS accumulators
- * per maximum, so the reductions need no reassociation to vectorize. */
-#define CMP_BLOCK 32
-#define CMP_WAYS 8
-
-/* One block; index j is element i0 + j. Lanes past the block's end hold zeros. Flags are
- * 64-bit like the values, so that the loops over them vectorize without widening. */
-typedef struct cmp_lanes {
-    double r[CMP_BLOCK], c[CMP_BLOCK];
-    double t[CMP_BLOCK];     /* the element's tolerance */
-    double ratio[CMP_BLOCK]; /* |c - r| / t (0 when equal, inf when t <= 0); 0 off pairs */
-    double ad[CMP_BLOCK], rel[CMP_BLOCK]; /* |c - r| and |c - r| / |r|; 0 off pairs, r = 0 */
-    /* The sums' terms: (c - r)^2, r^2, r^2 + c^2, t^2 (inf for an infinite t); +0 where the
-     * lane is not a compared finite pair, which leaves a sum of non-negative terms as it is */
-    double dd[CMP_BLOCK], rr[CMP_BLOCK], both[CMP_BLOCK], tt[CMP_BLOCK];
-    uint64_t bits[CMP_BLOCK];
-    int64_t in[CMP_BLOCK];   /* 1: compared (the mask) */
-    int64_t cls[CMP_BLOCK];  /* class(r) | class(c) << 2 (CLASS_*): 0 when both are finite */
-    int64_t pair[CMP_BLOCK]; /* 1: compared and both finite */
-    int64_t code[CMP_BLOCK]; /* 1: a pair the code gate counts (outside its tolerance / atol) */
-    /* The block's order-free reductions (over compared lanes / pairs) */
-    uint64_t compared, unwritten, pairs, fails, nonfinite, coded;
-    int informative;         /* bounds on: some pair's |r| exceeds its tolerance */
-    double max_t, max_abs, max_rel, max_ratio; /* 0 when no pair */
-} cmp_lanes;
-
-/* A value's CLASS_*, from its bits: the exponent all ones is inf (mantissa 0; by sign) or
- * NaN. */
-ATTEST_ISA_BODY int64_t lane_class(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    const int64_t special = (b & 0x7FF0000000000000ull) == 0x7FF0000000000000ull;
-    const int64_t nan = (b & 0x000FFFFFFFFFFFFFull) != 0;
-    const int64_t neg = (int64_t)(b >> 63);
-    return special ? (nan ? CLASS_NAN : CLASS_POSINF + neg) : CLASS_FINITE;
-}
-
-/* The largest v[j] with on[j] (0 when none; every v >= 0 or the lane is off). */
-ATTEST_ISA_BODY double lane_max(const double *v, const int64_t *on)
-{
-    double acc[CMP_WAYS] = {0};
-    for (size_t j = 0; j < CMP_BLOCK; j += CMP_WAYS)
-        for (size_t k = 0; k < CMP_WAYS; ++k) {
-            const double x = on[j + k] ? v[j + k] : 0.0;
-            acc[k] = x > acc[k] ? x : acc[k];
-        }
-    double m = 0;
-    for (size_t k = 0; k < CMP_WAYS; ++k) m = acc[k] > m ? acc[k] : m;
-    return m;
-}
-
-ATTEST_ISA_BODY uint64_t lane_count(const int64_t *on)
-{
-    int64_t n = 0;
-    for (size_t j = 0; j < CMP_BLOCK; ++j) n += on[j];
-    return (uint64_t)n;
-}
-
-/* Fills a block's lanes and reductions (nb <= CMP_BLOCK elements from ref, bound, cand and
- * mask, each already at the block's start; mask may be NULL, bound NULL without bounds).
- * No multiply-add that a compiler could fuse (half a step is built as a power of two; each
- * product is a statement of its own), so the portable, AVX2 and AVX-512 copies agree bit for
- * bit (tests/test_isa.c). Divisors are 1 where a quotient is not used: nothing divides by 0. */
-ATTEST_ISA_BODY void cmp_fill_body(cmp_lanes *L, const double *ref, const double *bound,
-                                   const void *cand, const uint8_t *mask, int bf16,
-                                   uint32_t poison, double factor, double atol, double rtol,
-                                   size_t nb)
-{
-    const int use_bounds = bound != NULL;
-    if (bf16) {
-        const uint8_t *p = cand;
-        for (size_t j = 0; j < nb; ++j) {
-            uint16_t h;
-            memcpy(&h, p + 2 * j, 2);
-            const uint32_t w = (uint32_t)h << 16;
-            float f;
-            memcpy(&f, &w, 4);
-            L->bits[j] = h;
-            L->c[j] = f;
-        }
-    } else {
-        const uint8_t *p = cand;
-        for (size_t j = 0; j < nb; ++j) {
-            uint32_t w;
-            memcpy(&w, p + 4 * j, 4);
-            float f;
-            memcpy(&f, &w, 4);
-            L->bits[j] = w;
-            L->c[j] = f;
-        }
-    }
-    for (size_t j = 0; j < nb; ++j) L->r[j] = ref[j];
-    if (mask)
-        for (size_t j = 0; j < nb; ++j) L->in[j] = mask[j] != 0;
-    else
-        for (size_t j = 0; j < nb; ++j) L->in[j] = 1;
-    for (size_t j = nb; j < CMP_BLOCK; ++j) {
-        L->r[j] = L->c[j] = 0;
-        L->bits[j] = 0;
-        L->in[j] = 0;
-    }
-    for (size_t j = 0; j < CMP_BLOCK; ++j) {
-        L->cls[j] = lane_class(L->r[j]) | lane_class(L->c[j]) << 2;
-        L->pair[j] = L->in[j] & (L->cls[j] == 0);
-    }
-    if (use_bounds) {
-        const int64_t mant = bf16 ? 7 : 23;
-        for (size_t j = 0; j < nb; ++j) L->t[j] = element_tolerance(factor, mant, L->r[j], bound[j]);
-    } else {
-        for (size_t j = 0; j < nb; ++j) L->t[j] = fmax(atol, rtol * fabs(L->r[j]));
-    }
-    for (size_t j = nb; j < CMP_BLOCK; ++j) L->t[j] = 0;
-    for (size_t j = 0; j < CMP_BLOCK; ++j) {
-        const double r = L->r[j], c = L->c[j], t = L->t[j];
-        const double a = fabs(c - r), ar = fabs(r);
-        const double q = a / (t > 0 ? t : 1.0);
-        const double rel = a / (ar != 0 ? ar : 1.0);
-        const int64_t on = L->pair[j];
-        L->ad[j] = on ? a : 0.0;
-        L->ratio[j] = on && a != 0 ? (t > 0 ? q : INFINITY) : 0.0;
-        L->rel[j] = on && ar != 0 ? rel : 0.0;
-    }
-    for (size_t j = 0; j < CMP_BLOCK; ++j) {
-        const double r = L->r[j], c = L->c[j], t = L->t[j];
-        const double diff = c - r;
-        const double d2 = diff * diff;
-        const double r2 = r * r;
-        const double c2 = c * c;
-        const double b2 = r2 + c2;
-        const double t2 = t * t;
-        const int64_t on = L->pair[j];
-        L->dd[j] = on ? d2 : 0.0;
-        L->rr[j] = on ? r2 : 0.0;
-        L->both[j] = on ? b2 : 0.0;
-        L->tt[j] = on && use_bounds ? (t < INFINITY ? t2 : INFINITY) : 0.0;
-    }
-    int64_t fails = 0, inform = 0, unwritten = 0, nonfinite = 0;
-    for (size_t j = 0; j < CMP_BLOCK; ++j) {
-        const double a = fabs(L->c[j] - L->r[j]), t = L->t[j];
-        const int64_t on = L->pair[j];
-        const int64_t fail = !(a <= t);
-        fails += on & fail;
-        L->code[j] = on & (use_bounds ? fail : a > atol);
-        inform += on & (fabs(L->r[j]) > t);
-        unwritten += L->in[j] & (L->bits[j] == poison);
-        nonfinite += L->in[j] & (L->cls[j] != 0);
-    }
-    L->compared = lane_count(L->in);
-    L->unwritten = (uint64_t)unwritten;
-    L->pairs = lane_count(L->pair);
-    L->fails = (uint64_t)fails;
-    L->nonfinite = (uint64_t)nonfinite;
-    L->coded = lane_count(L->code);
-    L->informative = use_bounds && inform > 0;
-    L->max_t = use_bounds ? lane_max(L->t, L->pair) : 0.0;
-    L->max_abs = lane_max(L->ad, L->pair);
-    L->max_rel = lane_max(L->rel, L->pair);
-    L->max_ratio = lane_max(L->ratio, L->pair);
-}
-
-ATTEST_ISA_VARIANTS(cmp_fill,
-                    (cmp_lanes * L, const double *ref, const double *bound, const void *cand,
-                     const uint8_t *mask, int bf16, uint32_t poison, double factor, double atol,
-                     double rtol, size_t nb),
-                    (L, ref, bound, cand, mask, bf16, poison, factor, atol, rtol, nb))
-
-/* Pass 1 of the comparison: max |ref| and the count over compared finite references. */
-ATTEST_ISA_BODY void cmp_ref_max_body(const double *ref, const uint8_t *mask, size_t count,
-                                      double *max_out, uint64_t *finite_out)
-{
-    double acc[CMP_WAYS] = {0};
-    uint64_t n = 0;
-    size_t i = 0;
-    for (; i + CMP_WAYS <= count; i += CMP_WAYS)
-        for (size_t k = 0; k < CMP_WAYS; ++k) {
-            const double x = ref[i + k];
-            const int on = (mask == NULL || mask[i + k] != 0) && isfinite(x);
-            const double a = on ? fabs(x) : 0.0;
-            n += (uint64_t)on;
-            acc[k] = a > acc[k] ? a : acc[k];
-        }
-    for (; i < count; ++i) {
-        const double x = ref[i];
-        const int on = (mask == NULL || mask[i] != 0) && isfinite(x);
-        const double a = on ? fabs(x) : 0.0;
-        n += (uint64_t)on;
-        acc[0] = a > acc[0] ? a : acc[0];
-    }
-    double m = 0;
-    for (size_t k = 0; k < CMP_WAYS; ++k) m = acc[k] > m ? acc[k] : m;
-    *max_out = m;
-    *finite_out = n;
-}
-
-ATTEST_ISA_VARIANTS(cmp_ref_max,
-                    (const double *ref, const uint8_t *mask, size_t count, double *max_out,
-                     uint64_t *finite_out),
-                    (ref, mask, count, max_out, finite_out))
 
 static int bounded(const attest_tolerance *tol, const double *bound)
 {
@@ -402,7 +222,12 @@ attest_status attest_compare_tensor_bounded(const double *ref, const double *bou
     /* Pass 1: max |ref| over compared finite references, which sets the effective atol. */
     double max_abs_ref = 0;
     uint64_t finite_refs = 0;
-    cmp_ref_max(ref, compare_mask, count, &max_abs_ref, &finite_refs);
+    for (size_t i = 0; i < count; ++i) {
+        if (compare_mask != NULL && !compare_mask[i]) continue;
+        if (!isfinite(ref[i])) continue;
+        ++finite_refs;
+        if (fabs(ref[i]) > max_abs_ref) max_abs_ref = fabs(ref[i]);
+    }
     double atol = tol->atol;
     if (tol->atol_ref_scale * max_abs_ref > atol) atol = tol->atol_ref_scale * max_abs_ref;
     m->atol_effective = use_bounds ? 0.0 : atol;
@@ -412,8 +237,7 @@ attest_status attest_compare_tensor_bounded(const double *ref, const double *bou
     /* The loop's counters and maxima are locals, stored into *m after it: as fields of *m,
      * which the compiler must assume the candidate's bytes may alias, each was loaded and stored
      * again on every element (the comparator was a tenth of a small decode case's exec). The
-     * operations and their order are those of the loop before; CMP_BLOCK says how a block
-     * splits them. */
+     * operations and their order are those of the loop before. */
     uint64_t n_cmp = 0, unwritten = 0, ref_pinf = 0, ref_ninf = 0, ref_nan = 0, cand_pinf = 0,
              cand_ninf = 0, cand_nan = 0, nonfinite = 0, finite_pairs = 0, elem_fail = 0;
     size_t first_nonfinite = 0, worst_at = 0;
@@ -422,66 +246,61 @@ attest_status attest_compare_tensor_bounded(const double *ref, const double *bou
            max_rel = 0, max_code = 0, atol_eff = m->atol_effective;
     double sum_sq_diff = 0, sum_sq_ref = 0, sum_sq_both = 0, sum_sq_tol = 0;
     int informative = 0; /* some reference exceeds its own tolerance (bounds on) */
-    for (size_t i0 = 0; i0 < count; i0 += CMP_BLOCK) {
-        const size_t nb = count - i0 < CMP_BLOCK ? count - i0 : CMP_BLOCK;
-        cmp_lanes L;
-        cmp_fill(&L, ref + i0, use_bounds ? bound + i0 : NULL,
-                 (const uint8_t *)cand + i0 * (cand_dtype == ATTEST_DTYPE_BF16 ? 2 : 4),
-                 compare_mask ? compare_mask + i0 : NULL, cand_dtype == ATTEST_DTYPE_BF16, poison,
-                 tol->bound_factor, atol, tol->rtol, nb);
-        n_cmp += L.compared;
-        unwritten += L.unwritten;
-        elem_fail += L.fails;
-        if (L.nonfinite > 0) /* some side non-finite: the nonfinite gate alone judges it */
-            for (size_t j = 0; j < nb; ++j) {
-                if (!L.in[j] || L.cls[j] == 0) continue;
-                const int rc = L.cls[j] & 3, cc = L.cls[j] >> 2;
-                ref_pinf += rc == CLASS_POSINF;
-                ref_ninf += rc == CLASS_NEGINF;
-                ref_nan += rc == CLASS_NAN;
-                cand_pinf += cc == CLASS_POSINF;
-                cand_ninf += cc == CLASS_NEGINF;
-                cand_nan += cc == CLASS_NAN;
-                if (rc != cc) {
-                    if (nonfinite++ == 0) first_nonfinite = i0 + j;
-                }
-            }
-        if (L.pairs == 0) continue;
-        /* The worst pair: the first of the largest ratio (ratios are >= 0 and never NaN, so
-         * the running "ratio > worst, or the first pair" rule picks exactly that). */
-        if (finite_pairs == 0 || L.max_ratio > worst_ratio) {
-            size_t j = 0;
-            while (!(L.pair[j] && L.ratio[j] == L.max_ratio)) ++j;
-            worst_ratio = L.ratio[j];
-            worst_tol = L.t[j];
-            worst_at = i0 + j;
-            have_worst = 1;
-            worst_ref = L.r[j];
-            worst_cand = L.c[j];
+    for (size_t i = 0; i < count; ++i) {
+        if (compare_mask != NULL && !compare_mask[i]) continue;
+        ++n_cmp;
+        uint32_t cbits;
+        const double r = ref[i];
+        const double c = cand_value(cand, cand_dtype, i, &cbits);
+        if (cbits == poison) ++unwritten;
+
+        const int rc = classify(r), cc = classify(c);
+        ref_pinf += rc == CLASS_POSINF;
+        ref_ninf += rc == CLASS_NEGINF;
+        ref_nan += rc == CLASS_NAN;
+        cand_pinf += cc == CLASS_POSINF;
+        cand_ninf += cc == CLASS_NEGINF;
+        cand_nan += cc == CLASS_NAN;
+        if (rc != cc) {
+            if (nonfinite++ == 0) first_nonfinite = i;
         }
-        finite_pairs += L.pairs;
+        if (rc != CLASS_FINITE || cc != CLASS_FINITE) continue;
+
+        ++finite_pairs;
+        const double diff = c - r, ad = fabs(diff);
+        /* The element's own tolerance; without bounds the larger of atol and rtol * |r|. */
+        double t;
         if (use_bounds) {
-            if (L.informative) informative = 1;
-            if (L.max_t > atol_eff) atol_eff = L.max_t;
+            t = element_tolerance(tol, cand_dtype, r, bound[i]);
+            if (fabs(r) > t) informative = 1;
+            if (t > atol_eff) atol_eff = t;
+            sum_sq_tol += isfinite(t) ? t * t : INFINITY;
+        } else {
+            t = fmax(atol, tol->rtol * fabs(r));
         }
-        if (L.max_abs > max_abs) max_abs = L.max_abs;
+        const int fails = !(ad <= t);
+        if (fails) ++elem_fail;
+        const double ratio = ad == 0 ? 0.0 : (t > 0 ? ad / t : INFINITY);
+        if (ratio > worst_ratio || (finite_pairs == 1 && ratio == 0)) {
+            worst_ratio = ratio;
+            worst_tol = t;
+            worst_at = i;
+            have_worst = 1;
+            worst_ref = r;
+            worst_cand = c;
+        }
+        if (ad > max_abs) max_abs = ad;
         /* A zero reference has no relative error to speak of; atol judges it. */
-        if (L.max_rel > max_rel) max_rel = L.max_rel;
+        if (r != 0 && ad / fabs(r) > max_rel) max_rel = ad / fabs(r);
         /* sum(r^2 + c^2) - 2 sum(rc) == sum((c - r)^2): the same cosine difference without the
-         * cancellation of "1 - ratio", so tiny differences are not lost to rounding. In index
-         * order, as one pass adds them (a lane that is no pair adds +0). */
-        for (size_t j = 0; j < nb; ++j) {
-            sum_sq_diff += L.dd[j];
-            sum_sq_ref += L.rr[j];
-            sum_sq_both += L.both[j];
-            sum_sq_tol += L.tt[j];
+         * cancellation of "1 - ratio", so tiny differences are not lost to rounding. */
+        sum_sq_diff += diff * diff;
+        sum_sq_ref += r * r;
+        sum_sq_both += r * r + c * c;
+        if (use_bounds ? fails : ad > atol) {
+            double steps = code_distance(r, cbits, cand_dtype);
+            if (steps > max_code) max_code = steps;
         }
-        if (L.coded > 0)
-            for (size_t j = 0; j < nb; ++j) {
-                if (!L.code[j]) continue;
-                const double steps = code_distance(L.r[j], L.bits[j], cand_dtype);
-                if (steps > max_code) max_code = steps;
-            }
     }
     m->count = n_cmp;
     m->unwritten = unwritten;
