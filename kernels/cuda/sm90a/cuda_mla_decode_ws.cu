@@ -12,20 +12,22 @@
 //     each, m64n32k16), the online softmax (row maxima exchanged through shared memory), P in
 //     bf16, O = alpha O + P V (256 dims each, m64n256k16), and the partial at the end; the same
 //     instructions on the same operands in the same order, so the same bits;
-//   - the producer (warpgroup 2, threads 256-383): two threads per slot, each copying its own
-//     18 16-byte pieces of the slot's record (in pairs, whole 32-byte sectors) by cp.async, 8
-//     pieces in flight per thread across tile boundaries into a private ring of 9, so no
-//     barrier among producer threads is needed; the UE8M0 scales with a tile's first piece.
-//     Each piece is dequantized as the other kernel does it (fp8 x scale in fp32, rounded once
-//     to bf16; rope copied; zeros for an invalid slot) into K buffer (tile & 1).
+//   - the producer (warpgroup 2, threads 256-383): two neighbouring threads per slot, each
+//     copying its own 18 16-byte pieces of the slot's record by cp.async (the pair takes one
+//     32-byte sector per instruction), 8 pieces in flight per thread across tile boundaries;
+//     the 14 fp8 pieces into a private ring of 9, so no barrier among producer threads is
+//     needed, the 4 rope pieces straight into K buffer (tile & 1); the UE8M0 scales with a
+//     tile's first piece. Each fp8 piece is dequantized as the other kernel does it (fp8 x
+//     scale in fp32, rounded once to bf16; zeros for an invalid slot) into K buffer (tile & 1).
 // The handoff is by named barriers of all 384 threads: FULL[j] (the producer arrives after its
 // stores to buffer j and the proxy fence; the consumers wait), EMPTY[j] (the consumers arrive
 // when their wgmma reading buffer j has completed, only where a later tile will use j; the
 // producer waits before it writes j again). Shared memory: Q 64 KB, two K buffers 128 KB, P 8
 // KB, the ring 18 KB, about 222 KB in all; mla-v32's 576-wide K does not fit twice beside Q,
 // so mla-v32 runs the two-warpgroup kernel. Registers: the producer gives its share to the
-// consumers (setmaxnreg), whose O takes 128 per thread. On the H200 it is producer-bound
-// (docs/gpu.md); the broken variant (ws_variant::no_full_wait) lets the consumers arrive at
+// consumers (setmaxnreg), whose O takes 128 per thread. On the H200 the consumers wait at
+// FULL for 5% of their stall samples and on their own wgmma for ~20% (docs/notes.md, issue
+// 12): the producer keeps up since its copies take whole sectors; the broken variant (ws_variant::no_full_wait) lets the consumers arrive at
 // FULL without waiting.
 #include <cuda_runtime.h>
 #include <math.h>
@@ -121,7 +123,7 @@ __global__ void __launch_bounds__(kThreads, 1) ws_partial_kernel(kargs a)
 
     if (tid >= kConsumers) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-        const int pt = tid - kConsumers, tok = pt & 63, part = pt >> 6;
+        const int pt = tid - kConsumers, tok = pt >> 1, part = pt & 1;
         const int b = query / a.s_q;
         int used = s.count;
         if (s.length) used = min(max(s.length[b], 0), s.count);
@@ -143,12 +145,22 @@ __global__ void __launch_bounds__(kThreads, 1) ws_partial_kernel(kargs a)
             }
             return w;
         };
-        // Piece k of a slot: bytes 16 c .. of its record, c = 4 (k / 2) + 2 part + k % 2 (the two
-        // threads of a slot take alternate 32-byte sectors); the scales come with piece 0.
+        // Piece k of a slot: bytes 16 c .. of its record, c = 2 k + part: the slot's two threads
+        // are neighbours in a warp and take the two halves of one 32-byte sector in the same
+        // instruction (one sector request where alternate sectors per thread made two: L2
+        // throughput 55.6% -> 43.4% in ncu). Pieces 0-13 (c < 28) are the fp8 dims, through the
+        // ring; 14-17 the rope, copied by cp.async straight into its place in K buffer (i & 1):
+        // they are issued during tile i itself (8 pieces ahead), after its EMPTY wait at piece
+        // 0. The scales come with piece 0.
         auto issue = [&](const where &w, int i, int k) {
             if (w.rec >= 0) {
-                const int c = 4 * (k >> 1) + 2 * part + (k & 1);
-                cp_async16(ring + (k % kRing) * kProducers * 16, s.cache + w.rec + c * 16);
+                const int c = 2 * k + part;
+                if (k >= kNopeItems / 2)
+                    cp_async16(ks + (i & 1) * kQkChunks * kChunk + (tok >> 3) * 128 + (tok & 7) * 16 +
+                                   (kNopeItems + c) * kChunk,
+                               s.cache + w.rec + c * 16);
+                else
+                    cp_async16(ring + (k % kRing) * kProducers * 16, s.cache + w.rec + c * 16);
                 if (k == 0) cp_async8(scales + (i & 1) * kProducers * 8, s.cache + w.scl);
             }
             cp_async_commit();  // an empty group past the split keeps the count per piece
@@ -176,10 +188,16 @@ __global__ void __launch_bounds__(kThreads, 1) ws_partial_kernel(kargs a)
                     if (i >= 2) bar_sync(kBarEmpty + j, kThreads);
                     if (ok) sc8 = *reinterpret_cast<const uint2 *>(scales + (i & 1) * kProducers * 8);
                 }
-                const int c = 4 * (k >> 1) + 2 * part + (k & 1);
+                const int c = 2 * k + part;
                 uint4 v = make_uint4(0, 0, 0, 0);
+                if (k >= kNopeItems / 2) {
+                    // rope, chunk 56 + (c - 28): landed in place by its cp.async; zeros for an
+                    // invalid slot
+                    if (!ok) *reinterpret_cast<uint4 *>(kt + (kNopeItems + c) * kChunk) = v;
+                    continue;
+                }
                 if (ok) v = *reinterpret_cast<const uint4 *>(ring + (k % kRing) * kProducers * 16);
-                if (c < kNopeItems) {
+                {
                     uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
                     if (ok) {
                         const int m = k >> 1;  // the scale of dims 64 m ..
@@ -196,9 +214,6 @@ __global__ void __launch_bounds__(kThreads, 1) ws_partial_kernel(kargs a)
                     }
                     *reinterpret_cast<uint4 *>(kt + (2 * c) * kChunk) = lo;
                     *reinterpret_cast<uint4 *>(kt + (2 * c + 1) * kChunk) = hi;
-                } else {
-                    // rope: 8 bf16 per piece, copied, into chunk 56 + (c - 28)
-                    *reinterpret_cast<uint4 *>(kt + (2 * kNopeItems + c - kNopeItems) * kChunk) = v;
                 }
             }
             if (part == 0) vcur[j * kTok + tok] = ok;
@@ -206,7 +221,7 @@ __global__ void __launch_bounds__(kThreads, 1) ws_partial_kernel(kargs a)
             bar_arrive(kBarFull + j, kThreads);
             cur = nxt;
             nxt = where_of(i + 2, idx2);
-                idx2 = index_of(i + 3);
+            idx2 = index_of(i + 3);
         }
         cp_async_wait<0>();  // nothing in flight at exit (the groups past the split are empty)
     } else {
