@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "attest/campaign.h"
 #include "attest/gen_options.h"
+#include "run_options.h"
 
 int attest_run_wants_baseline(int argc, char **argv)
 {
@@ -304,28 +305,27 @@ static void usage(FILE *f)
           f);
 }
 
-enum { OPT_CASE_SEED = 256, OPT_POLICY, OPT_SAME, OPT_BASELINE, OPT_TIMEOUT, OPT_NO_ISOLATE,
-       OPT_PRINT, OPT_QUIET, OPT_OUT, OPT_FORCE, OPT_JOBS, OPT_JUNIT, OPT_JSON, OPT_VERB };
+enum { OPT_VERB = 256 };
 
 static const struct option options[] = {
     {"help", no_argument, NULL, 'h'},
-    {"candidate", required_argument, NULL, 'c'},
-    {"baseline", required_argument, NULL, OPT_BASELINE},
-    {"kernel", required_argument, NULL, 'k'},
-    {"cases", required_argument, NULL, 'n'},
-    {"seed", required_argument, NULL, 's'},
-    {"case-seed", required_argument, NULL, OPT_CASE_SEED},
-    {"policy", required_argument, NULL, OPT_POLICY},
-    {"same", required_argument, NULL, OPT_SAME},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
-    {"print-failures", required_argument, NULL, OPT_PRINT},
-    {"quiet", no_argument, NULL, OPT_QUIET},
-    {"out", required_argument, NULL, OPT_OUT},
-    {"force", no_argument, NULL, OPT_FORCE},
-    {"jobs", required_argument, NULL, OPT_JOBS},
-    {"junit", required_argument, NULL, OPT_JUNIT},
-    {"json", required_argument, NULL, OPT_JSON},
+    ATTEST_CLI_OPT_CANDIDATE,
+    ATTEST_CLI_OPT_BASELINE,
+    ATTEST_CLI_OPT_KERNEL,
+    ATTEST_CLI_OPT_CASES,
+    ATTEST_CLI_OPT_SEED,
+    ATTEST_CLI_OPT_CASE_SEED,
+    ATTEST_CLI_OPT_POLICY,
+    ATTEST_CLI_OPT_SAME,
+    ATTEST_CLI_OPT_TIMEOUT,
+    ATTEST_CLI_OPT_NO_ISOLATE,
+    ATTEST_CLI_OPT_PRINT_FAILURES,
+    ATTEST_CLI_OPT_QUIET,
+    ATTEST_CLI_OPT_OUT,
+    ATTEST_CLI_OPT_FORCE,
+    ATTEST_CLI_OPT_JOBS,
+    ATTEST_CLI_OPT_JUNIT,
+    ATTEST_CLI_OPT_JSON,
     /* Set by attest campaign --baseline, which runs this verb: the JSON summary's "verb". */
     {"as-verb", required_argument, NULL, OPT_VERB},
     ATTEST_CLI_GEN_LONG_OPTIONS,
@@ -376,73 +376,43 @@ int attest_cmd_run_baseline(int argc, char **argv)
 {
     char command_line[2048]; /* taken before getopt permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
-    const char *spec[2] = {NULL, NULL}, *kernel = NULL, *policy_path = NULL, *out = NULL;
-    const char *junit = NULL, *json = NULL, *verb = "run";
-    int32_t jobs = 1;
-    uint64_t cases = 100, seed = 1, case_seed = 0, print_failures = 20;
-    int use_case_seed = 0, bitwise = 0, no_isolate = 0, force = 0;
-    double timeout = 10.0;
-    attest_cli_gen_bounds gb;
-    memset(&gb, 0, sizeof gb);
+    const char *verb = "run";
+    attest_cli_run_args r;
+    attest_cli_run_defaults(&r);
+    r.max_jobs = 256; /* the pair path's own limit on --jobs (attest run allows 4096) */
     optind = 1;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":", options, NULL)) != -1) {
-        if (attest_cli_gen_is_option(ch)) {
-            const int rc = attest_cli_gen_option("run", ch, optarg, &gb);
+        if (attest_cli_run_is_option(ch)) {
+            const int rc = attest_cli_run_option("run", ch, optarg, &r);
             if (rc >= 0) return rc;
             continue;
         }
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
-        case 'c': spec[0] = optarg; break;
-        case OPT_BASELINE: spec[1] = optarg; break;
-        case 'k': kernel = optarg; break;
-        case OPT_POLICY: policy_path = optarg; break;
-        case 'n':
-            if (attest_cli_parse_u64(optarg, &cases) || cases == 0) BAD("cases");
-            break;
-        case 's':
-            if (attest_cli_parse_u64(optarg, &seed)) BAD("seed");
-            break;
-        case OPT_CASE_SEED:
-            if (attest_cli_parse_u64(optarg, &case_seed)) BAD("case-seed");
-            use_case_seed = 1;
-            break;
-        case OPT_SAME:
-            if (strcmp(optarg, "bitwise") == 0) bitwise = 1;
-            else if (strcmp(optarg, "bounds") == 0) bitwise = 0;
-            else BAD("same");
-            break;
-        case OPT_TIMEOUT:
-            if (attest_cli_parse_double(optarg, 0.01, 86400.0, &timeout)) BAD("timeout");
-            break;
-        case OPT_NO_ISOLATE: no_isolate = 1; break;
-        case OPT_PRINT:
-            if (attest_cli_parse_u64(optarg, &print_failures)) BAD("print-failures");
-            break;
-        case OPT_QUIET: break;
-        case OPT_OUT: out = optarg; break;
-        case OPT_FORCE: force = 1; break;
-        case OPT_JUNIT: junit = optarg; break;
-        case OPT_JSON: json = optarg; break;
         case OPT_VERB:
             if (strcmp(optarg, "campaign") != 0) BAD("as-verb");
             verb = optarg;
-            break;
-        case OPT_JOBS:
-            if (attest_cli_parse_i32(optarg, 1, 256, &jobs)) BAD("jobs");
             break;
         default: return attest_cli_getopt_error("run", ch, argv);
         }
     }
     if (optind < argc)
         return attest_cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
+    const char *spec[2] = {r.candidate, r.baseline}, *kernel = r.kernel, *policy_path = r.policy;
+    const char *out = r.out, *junit = r.junit, *json = r.json;
+    const int32_t jobs = r.jobs;
+    const uint64_t cases = r.cases, seed = r.seed, case_seed = r.case_seed;
+    const uint64_t print_failures = r.print_failures;
+    const int use_case_seed = r.use_case_seed, bitwise = r.bitwise, no_isolate = r.no_isolate;
+    const double timeout = r.timeout;
     if (!spec[0] || !spec[1])
         return attest_cli_usage_error("run", "--baseline needs --candidate too");
     if (out) {
         const char *inputs[3] = {policy_path, spec[0], spec[1]};
-        const int orc = attest_cli_check_output("run", out, ATTEST_OUTPUT_RESULTS, force, inputs, 3);
+        const int orc =
+            attest_cli_check_output("run", out, ATTEST_OUTPUT_RESULTS, r.force, inputs, 3);
         if (orc >= 0) return orc;
     }
     const attest_candidate *cand[2];
@@ -463,7 +433,7 @@ int attest_cmd_run_baseline(int argc, char **argv)
     /* Either side on a device: the pair draws what a device run draws. */
     attest_gen_options gen = attest_cli_gen_defaults_for(
         cand[1]->domain == ATTEST_DOMAIN_DEVICE ? cand[1] : cand[0]);
-    const int grc = attest_cli_gen_apply("run", &gb, &gen);
+    const int grc = attest_cli_gen_apply("run", &r.gen, &gen);
     if (grc >= 0) return grc;
     attest_policy *policy = NULL;
     if ((policy_path ? attest_policy_load(policy_path, &policy) : attest_policy_default(&policy)) !=

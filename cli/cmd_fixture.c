@@ -22,6 +22,7 @@
 #include "attest/campaign.h"
 #include "fixture.h"
 #include "attest/gen_options.h"
+#include "run_options.h"
 
 #define VERB "fixture"
 
@@ -57,35 +58,30 @@ static void usage(FILE *f)
           f);
 }
 
-enum {
-    OPT_KERNEL = 256, OPT_CASES, OPT_SEED, OPT_COVER, OPT_TRIES, OPT_EXPECTED, OPT_TRUTH,
-    OPT_DEPTH,
-    OPT_FORCE,
-    OPT_OUTPUTS_FROM
-};
+enum { OPT_COVER = 256, OPT_TRIES, OPT_EXPECTED, OPT_TRUTH, OPT_DEPTH, OPT_OUTPUTS_FROM };
 
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
-    {"kernel", required_argument, NULL, OPT_KERNEL},
-    {"cases", required_argument, NULL, OPT_CASES},
-    {"seed", required_argument, NULL, OPT_SEED},
+    ATTEST_CLI_OPT_KERNEL,
+    ATTEST_CLI_OPT_CASES,
+    ATTEST_CLI_OPT_SEED,
     {"cover", required_argument, NULL, OPT_COVER},
     {"tries", required_argument, NULL, OPT_TRIES},
     {"expected", required_argument, NULL, OPT_EXPECTED},
     {"with-truth", no_argument, NULL, OPT_TRUTH},
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {"depth", required_argument, NULL, OPT_DEPTH},
-    {"force", no_argument, NULL, OPT_FORCE},
+    ATTEST_CLI_OPT_FORCE,
     {"outputs-from", required_argument, NULL, OPT_OUTPUTS_FROM},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct make_args {
-    const char *out, *kernel, *cover, *expected;
-    uint64_t cases, seed, tries;
+    attest_cli_run_args r; /* kernel, cases, seed, force and the generator bounds */
+    const char *out, *cover, *expected;
+    uint64_t tries;
     uint32_t depth;
-    attest_cli_gen_bounds gen;
-    int with_truth, force, expected_set;
+    int with_truth, expected_set;
 } make_args;
 
 #define BAD(what) return attest_cli_bad_value(VERB, what, optarg)
@@ -93,8 +89,9 @@ typedef struct make_args {
 static int parse_make(int argc, char **argv, make_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->cases = 8;
-    a->seed = 1;
+    attest_cli_run_defaults(&a->r);
+    a->r.cases = 8;
+    a->r.max_cases = 100000;
     a->tries = 1000;
     a->depth = 1;
     a->expected = "reference";
@@ -102,14 +99,13 @@ static int parse_make(int argc, char **argv, make_args *a)
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
-        if (attest_cli_gen_is_option(ch)) {
-            const int rc = attest_cli_gen_option(VERB, ch, optarg, &a->gen);
+        if (attest_cli_run_is_option(ch)) {
+            const int rc = attest_cli_run_option(VERB, ch, optarg, &a->r);
             if (rc >= 0) return rc;
             continue;
         }
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
-        case OPT_KERNEL: a->kernel = optarg; break;
         case OPT_COVER: a->cover = optarg; break;
         case OPT_EXPECTED:
         case OPT_OUTPUTS_FROM:
@@ -122,14 +118,6 @@ static int parse_make(int argc, char **argv, make_args *a)
             a->expected_set = 1;
             break;
         case OPT_TRUTH: a->with_truth = 1; break;
-        case OPT_FORCE: a->force = 1; break;
-        case OPT_CASES:
-            if (attest_cli_parse_u64(optarg, &a->cases) || a->cases == 0 || a->cases > 100000)
-                BAD("cases");
-            break;
-        case OPT_SEED:
-            if (attest_cli_parse_u64(optarg, &a->seed)) BAD("seed");
-            break;
         case OPT_DEPTH: {
             int32_t d;
             if (attest_cli_parse_i32(optarg, 1, 100, &d)) BAD("depth");
@@ -145,22 +133,22 @@ static int parse_make(int argc, char **argv, make_args *a)
     if (optind + 1 != argc)
         return attest_cli_usage_error(VERB, "make: expected one output file (OUT.h5)");
     a->out = argv[optind];
-    if (!a->kernel) return attest_cli_usage_error(VERB, "make: --kernel is required");
-    return attest_cli_check_output(VERB, a->out, ATTEST_OUTPUT_HDF5, a->force, NULL, 0);
+    if (!a->r.kernel) return attest_cli_usage_error(VERB, "make: --kernel is required");
+    return attest_cli_check_output(VERB, a->out, ATTEST_OUTPUT_HDF5, a->r.force, NULL, 0);
 }
 
 /* Applies kernel and bounds to the generator options. Returns an exit status or -1. */
 static int gen_options(const make_args *a, attest_gen_options *g)
 {
     attest_kernel k;
-    if (attest_kernel_from_name(a->kernel, &k) != ATTEST_OK)
+    if (attest_kernel_from_name(a->r.kernel, &k) != ATTEST_OK)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
     *g = attest_gen_defaults(k);
     g->with_truth = a->with_truth;
     /* Golden sets stay dense: an external-process candidate (the bridge copies the whole region)
      * declines a pool past 2^31 bytes, and a fixture is for every candidate. */
     g->high_pools = 0;
-    return attest_cli_gen_apply(VERB, &a->gen, g);
+    return attest_cli_gen_apply(VERB, &a->r.gen, g);
 }
 
 /* How the expected outputs are made. */
@@ -271,7 +259,7 @@ typedef struct make_state {
 /* Generates case i again and writes it as the next group. */
 static attest_status write_case(make_state *m, uint64_t i)
 {
-    const uint64_t seed = attest_case_seed(m->a->seed, i);
+    const uint64_t seed = attest_case_seed(m->a->r.seed, i);
     attest_case c;
     attest_gen_info info;
     memset(&c, 0, sizeof c);
@@ -290,7 +278,7 @@ static attest_status write_case(make_state *m, uint64_t i)
     snprintf(note, sizeof note,
              "case %" PRIu64 " of seed %" PRIu64 "; edges: %s; regenerate: attest run --kernel %s "
              "--candidate NAME --case-seed 0x%016" PRIx64 "%s",
-             i, m->a->seed, tag_names[0] ? tag_names : "none", attest_kernel_name(c.kernel), seed,
+             i, m->a->r.seed, tag_names[0] ? tag_names : "none", attest_kernel_name(c.kernel), seed,
              m->bounds);
     attest_casefile_extras x;
     memset(&x, 0, sizeof x);
@@ -382,7 +370,7 @@ static attest_status pick_cover(make_state *m, uint64_t *picked, uint64_t *num_p
         attest_gen_info info;
         memset(&c, 0, sizeof c);
         memset(&info, 0, sizeof info);
-        st = attest_generate_case_info(&m->gen, attest_case_seed(a->seed, i), &c, &info);
+        st = attest_generate_case_info(&m->gen, attest_case_seed(a->r.seed, i), &c, &info);
         if (st != ATTEST_OK) break;
         int informative = 0;
         st = informative_case(&c, &informative);
@@ -397,7 +385,7 @@ static attest_status pick_cover(make_state *m, uint64_t *picked, uint64_t *num_p
     uint32_t count[32] = {0};
     fixture_tags covered = 0;
     *num_picked = 0;
-    while (st == ATTEST_OK && covered != (m->wanted & seen) && *num_picked < a->cases) {
+    while (st == ATTEST_OK && covered != (m->wanted & seen) && *num_picked < a->r.cases) {
         size_t best = (size_t)-1;
         double best_score = 0;
         for (size_t i = 0; i < (size_t)a->tries; i++) {
@@ -426,7 +414,7 @@ static attest_status pick_cover(make_state *m, uint64_t *picked, uint64_t *num_p
                                a->out, a->tries, missing);
         return attest_fail(ATTEST_ERR_NOT_FOUND,
                            "%s: %" PRIu64 " cases do not cover: %s (raise --cases)", a->out,
-                           a->cases, missing);
+                           a->r.cases, missing);
     }
     return ATTEST_OK;
 }
@@ -450,7 +438,7 @@ static int cmd_make(int argc, char **argv)
     if (a.cover &&
         fixture_tags_parse(a.cover, m.gen.kernel, m.gen.layout, &m.wanted) != ATTEST_OK)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
-    attest_cli_gen_flags(&a.gen, m.bounds, sizeof m.bounds);
+    attest_cli_gen_flags(&a.r.gen, m.bounds, sizeof m.bounds);
 
     char expected_desc[256];
     if (!strcmp(a.expected, "none")) {
@@ -480,11 +468,11 @@ static int cmd_make(int argc, char **argv)
 
     snprintf(m.tmp, sizeof m.tmp, "%s.tmp-%ld", a.out, (long)getpid());
     attest_status st = start_file(m.tmp, command_line, expected_desc);
-    uint64_t *picked = calloc((size_t)a.cases, sizeof *picked), num_picked = a.cases;
+    uint64_t *picked = calloc((size_t)a.r.cases, sizeof *picked), num_picked = a.r.cases;
     if (!picked && st == ATTEST_OK) st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "case list");
     if (st == ATTEST_OK && a.cover) st = pick_cover(&m, picked, &num_picked);
     else
-        for (uint64_t i = 0; picked && i < a.cases; i++) picked[i] = i;
+        for (uint64_t i = 0; picked && i < a.r.cases; i++) picked[i] = i;
     for (uint64_t i = 0; st == ATTEST_OK && i < num_picked; i++) st = write_case(&m, picked[i]);
     free(picked);
     attest_runner_destroy(m.src.runner);

@@ -44,6 +44,7 @@
 #include "topk_fuzz.h"
 #include "baseline.h"
 #include "fuzz_baseline.h"
+#include "run_options.h"
 
 #define VERB "fuzz"
 #define DEFAULT_OUT "attest-fuzz.h5"
@@ -105,46 +106,44 @@ static void usage(FILE *f)
 }
 
 enum {
-    OPT_TIME = 256, OPT_JOBS, OPT_SEED, OPT_FINDINGS, OPT_RERUNS, OPT_TIMEOUT, OPT_MAX_TRIES,
-    OPT_POLICY, OPT_QUIET, OPT_FORCE, OPT_ENGINE, OPT_FUZZER, OPT_CORPUS, OPT_DICT,
-    OPT_NO_STRUCTURE, OPT_BASELINE, OPT_SAME
+    OPT_TIME = 256, OPT_FINDINGS, OPT_MAX_TRIES, OPT_ENGINE, OPT_FUZZER, OPT_CORPUS, OPT_DICT,
+    OPT_NO_STRUCTURE
 };
 
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
-    {"candidate", required_argument, NULL, 'c'},
-    {"kernel", required_argument, NULL, 'k'},
-    {"out", required_argument, NULL, 'o'},
+    ATTEST_CLI_OPT_CANDIDATE,
+    ATTEST_CLI_OPT_KERNEL,
+    ATTEST_CLI_OPT_OUT,
     {"time", required_argument, NULL, OPT_TIME},
-    {"jobs", required_argument, NULL, OPT_JOBS},
-    {"seed", required_argument, NULL, OPT_SEED},
+    ATTEST_CLI_OPT_JOBS,
+    ATTEST_CLI_OPT_SEED,
     {"findings", required_argument, NULL, OPT_FINDINGS},
-    {"reruns", required_argument, NULL, OPT_RERUNS},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    ATTEST_CLI_OPT_RERUNS,
+    ATTEST_CLI_OPT_TIMEOUT,
     {"max-tries", required_argument, NULL, OPT_MAX_TRIES},
-    {"policy", required_argument, NULL, OPT_POLICY},
-    {"quiet", no_argument, NULL, OPT_QUIET},
-    {"force", no_argument, NULL, OPT_FORCE},
+    ATTEST_CLI_OPT_POLICY,
+    ATTEST_CLI_OPT_QUIET,
+    ATTEST_CLI_OPT_FORCE,
     {"engine", required_argument, NULL, OPT_ENGINE},
     {"fuzzer", required_argument, NULL, OPT_FUZZER},
     {"corpus", required_argument, NULL, OPT_CORPUS},
     {"dict", required_argument, NULL, OPT_DICT},
     {"no-structure", no_argument, NULL, OPT_NO_STRUCTURE},
-    {"baseline", required_argument, NULL, OPT_BASELINE},
-    {"same", required_argument, NULL, OPT_SAME},
+    ATTEST_CLI_OPT_BASELINE,
+    ATTEST_CLI_OPT_SAME,
     ATTEST_CLI_GEN_LONG_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
 typedef struct fuzz_args {
-    const char *candidate, *kernel, *out, *findings, *policy, *engine, *fuzzer, *corpus, *dict;
-    const char *baseline;
-    int bitwise, same_given;
-    double time, timeout;
-    int32_t jobs, reruns, max_tries;
-    uint64_t seed;
-    int have_seed, quiet, force, no_structure, engine_given;
-    attest_cli_gen_bounds gen;
+    /* candidate, kernel, out, jobs, seed (seed_given), reruns, timeout, policy, quiet, force,
+     * baseline, same (bitwise, same_given) and the generator bounds */
+    attest_cli_run_args r;
+    const char *findings, *engine, *fuzzer, *corpus, *dict;
+    double time;
+    int32_t max_tries;
+    int no_structure, engine_given;
 } fuzz_args;
 
 #define BAD(what) return attest_cli_bad_value(VERB, what, optarg)
@@ -152,44 +151,32 @@ typedef struct fuzz_args {
 static int parse(int argc, char **argv, fuzz_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->out = DEFAULT_OUT;
+    attest_cli_run_defaults(&a->r);
+    a->r.out = DEFAULT_OUT;
+    a->r.seed = 0; /* from the clock unless --seed (check_findings_and_seed) */
+    a->r.reruns = 1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    a->r.jobs = cores > 0 && cores < 4096 ? (int32_t)cores : 1;
     a->findings = ".";
     a->engine = DEFAULT_ENGINE;
     a->time = 60;
-    a->timeout = 10;
-    a->reruns = 1;
     a->max_tries = 4000;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    a->jobs = cores > 0 && cores < 4096 ? (int32_t)cores : 1;
     optind = 1;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
-        if (attest_cli_gen_is_option(ch)) {
-            const int rc = attest_cli_gen_option(VERB, ch, optarg, &a->gen);
+        if (attest_cli_run_is_option(ch)) {
+            const int rc = attest_cli_run_option(VERB, ch, optarg, &a->r);
             if (rc >= 0) return rc;
             continue;
         }
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
-        case 'c': a->candidate = optarg; break;
-        case 'k': a->kernel = optarg; break;
-        case 'o': a->out = optarg; break;
         case OPT_FINDINGS: a->findings = optarg; break;
-        case OPT_POLICY: a->policy = optarg; break;
-        case OPT_QUIET: a->quiet = 1; break;
-        case OPT_FORCE: a->force = 1; break;
         case OPT_FUZZER: a->fuzzer = optarg; break;
         case OPT_CORPUS: a->corpus = optarg; break;
         case OPT_DICT: a->dict = optarg; break;
         case OPT_NO_STRUCTURE: a->no_structure = 1; break;
-        case OPT_BASELINE: a->baseline = optarg; break;
-        case OPT_SAME:
-            if (strcmp(optarg, "bitwise") == 0) a->bitwise = 1;
-            else if (strcmp(optarg, "bounds") == 0) a->bitwise = 0;
-            else BAD("same");
-            a->same_given = 1;
-            break;
         case OPT_ENGINE:
             if (strcmp(optarg, "libfuzzer") != 0 && strcmp(optarg, "search") != 0) BAD("engine");
             a->engine = optarg;
@@ -198,37 +185,24 @@ static int parse(int argc, char **argv, fuzz_args *a)
         case OPT_TIME:
             if (attest_cli_parse_double(optarg, 0.1, 86400.0 * 365, &a->time)) BAD("time");
             break;
-        case OPT_TIMEOUT:
-            if (attest_cli_parse_double(optarg, 0.01, 86400.0, &a->timeout)) BAD("timeout");
-            break;
-        case OPT_JOBS:
-            if (attest_cli_parse_i32(optarg, 1, 4096, &a->jobs)) BAD("jobs");
-            break;
-        case OPT_RERUNS:
-            if (attest_cli_parse_i32(optarg, 1, 1000, &a->reruns)) BAD("reruns");
-            break;
         case OPT_MAX_TRIES:
             if (attest_cli_parse_i32(optarg, 1, 1000000, &a->max_tries)) BAD("max-tries");
-            break;
-        case OPT_SEED:
-            if (attest_cli_parse_u64(optarg, &a->seed)) BAD("seed");
-            a->have_seed = 1;
             break;
         default: return attest_cli_getopt_error(VERB, ch, argv);
         }
     }
     if (optind < argc)
         return attest_cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
-    if (a->candidate == NULL)
+    if (a->r.candidate == NULL)
         return attest_cli_usage_error(VERB, "--candidate is required (attest list shows them)");
-    if (a->same_given && a->baseline == NULL)
+    if (a->r.same_given && a->r.baseline == NULL)
         return attest_cli_usage_error(VERB, "--same needs --baseline");
     return -1;
 }
 
 static attest_finding_options finding_options(const fuzz_args *a)
 {
-    attest_finding_options fo = {a->findings, a->candidate, (uint32_t)a->max_tries};
+    attest_finding_options fo = {a->findings, a->r.candidate, (uint32_t)a->max_tries};
     return fo;
 }
 
@@ -284,7 +258,7 @@ static attest_status libfuzzer_finding(const fuzz_args *a, const attest_candidat
     snprintf(o.how, sizeof o.how,
              "decoded from the libFuzzer input finding-%s-%.40s.fuzz-input beside this file "
              "(ATTEST_FUZZ_CANDIDATE=%.600s %s_replay INPUT replays it; fuzz/README.md)",
-             attest_kernel_name(cand->kernel), o.id, a->candidate, fuzz_target_of(cand->kernel));
+             attest_kernel_name(cand->kernel), o.id, a->r.candidate, fuzz_target_of(cand->kernel));
     if (st == ATTEST_OK && !valid)
         st = attest_fail(ATTEST_ERR_INTERNAL, "%s names no valid case, yet the target stopped on "
                          "it: its output is in %s", input, log);
@@ -299,16 +273,16 @@ static attest_status libfuzzer_finding(const fuzz_args *a, const attest_candidat
 
 static fuzz_settings settings_of(const fuzz_args *a, const char *command_line)
 {
-    fuzz_settings r = {.out = a->out, .findings = a->findings, .command_line = command_line,
-                       .time = a->time, .timeout = a->timeout, .jobs = a->jobs,
-                       .reruns = a->reruns, .max_tries = a->max_tries, .seed = a->seed,
-                       .quiet = a->quiet};
+    fuzz_settings r = {.out = a->r.out, .findings = a->findings, .command_line = command_line,
+                       .time = a->time, .timeout = a->r.timeout, .jobs = a->r.jobs,
+                       .reruns = a->r.reruns, .max_tries = a->max_tries, .seed = a->r.seed,
+                       .quiet = a->r.quiet};
     return r;
 }
 
 static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char *command_line)
 {
-    if (gen_bounds_given(&a->gen))
+    if (gen_bounds_given(&a->r.gen))
         return attest_cli_usage_error(VERB, "generator bounds are options of --engine search (the "
                                       "libFuzzer targets draw their cases from the input)");
     const fuzz_settings run = settings_of(a, command_line);
@@ -322,23 +296,23 @@ static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char 
     attest_lf_options lo = setup.lo;
     const char *target = setup.target, *work = setup.work;
     attest_policy *policy = NULL;
-    if (a->policy && attest_policy_load(a->policy, &policy) != ATTEST_OK) {
+    if (a->r.policy && attest_policy_load(a->r.policy, &policy) != ATTEST_OK) {
         attest_lf_remove_tree(setup.work);
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
     }
-    lo.candidate = a->candidate;
+    lo.candidate = a->r.candidate;
     lo.device_candidate = cand->domain == ATTEST_DOMAIN_DEVICE;
-    lo.policy = a->policy;
+    lo.policy = a->r.policy;
     lo.structure = !a->no_structure;
     lo.features = fuzz_feature_count(cand->kernel);
     printf("attest fuzz: %s (%s), libFuzzer (%s%s), up to %.0f s over %d job%s, seed %" PRIu64
            " (--seed %" PRIu64 "), results in %s\n",
            cand->name, attest_kernel_name(cand->kernel), target,
-           lo.structure ? ", structure-aware" : ", byte mutations only", a->time, a->jobs,
-           a->jobs == 1 ? "" : "s", a->seed, a->seed, a->out);
+           lo.structure ? ", structure-aware" : ", byte mutations only", a->time, a->r.jobs,
+           a->r.jobs == 1 ? "" : "s", a->r.seed, a->r.seed, a->r.out);
     fflush(stdout);
     attest_lf_totals t;
-    if (attest_lf_run_merge(&lo, a->out, command_line, &t) != ATTEST_OK) {
+    if (attest_lf_run_merge(&lo, a->r.out, command_line, &t) != ATTEST_OK) {
         fflush(stdout);
         attest_cli_usage_error(VERB, "%s (scratch folder kept: %s)", attest_last_error(), work);
         attest_policy_free(policy);
@@ -350,8 +324,8 @@ static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char 
                t.first_finding_execs);
         attest_runner_options ropt = attest_runner_defaults();
         ropt.policy = policy;
-        ropt.reruns = a->reruns;
-        ropt.timeout_seconds = a->timeout;
+        ropt.reruns = a->r.reruns;
+        ropt.timeout_seconds = a->r.timeout;
         ropt.reference = attest_ref_simulated;
         for (int i = 0; i < t.findings; i++)
             if (libfuzzer_finding(a, cand, &ropt, t.finding[i], t.finding_log[i], i + 1) != ATTEST_OK) {
@@ -376,12 +350,12 @@ static int check_findings_and_seed(fuzz_args *a)
     if (access(a->findings, W_OK) != 0)
         return attest_cli_usage_error(VERB, "--findings %s: not writable: %s", a->findings,
                                       strerror(errno));
-    if (!a->have_seed) {
+    if (!a->r.seed_given) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         uint64_t s = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^
                      ((uint64_t)getpid() << 32);
-        a->seed = attest_case_seed(s, 0) & 0xFFFFFFFFFFFFull; /* short enough to retype */
+        a->r.seed = attest_case_seed(s, 0) & 0xFFFFFFFFFFFFull; /* short enough to retype */
     }
 
     return -1;
@@ -398,26 +372,26 @@ static int refuse_libfuzzer_options(const fuzz_args *a)
 
 static int wants_topk(const fuzz_args *a)
 {
-    if (a->kernel) return strcmp(a->kernel, "topk") == 0;
-    return attest_topk_builtin_find(a->candidate) != NULL;
+    if (a->r.kernel) return strcmp(a->r.kernel, "topk") == 0;
+    return attest_topk_builtin_find(a->r.candidate) != NULL;
 }
 
 static int fuzz_topk(const fuzz_args *a, const char *command_line)
 {
     attest_topk_fuzz_options o;
     memset(&o, 0, sizeof o);
-    o.candidate = a->candidate;
+    o.candidate = a->r.candidate;
     o.engine = a->engine;
     o.fuzzer = a->fuzzer;
     o.corpus = a->corpus;
     o.dict = a->dict;
     o.run = settings_of(a, command_line);
     o.no_structure = a->no_structure;
-    if (a->policy)
+    if (a->r.policy)
         return attest_cli_usage_error(VERB, "--policy: the top-k judge has no tolerance (exact "
                                       "ties, docs/topk.md)");
     /* The generator bounds of the top-k family, in the order of attest_cli_gen_bounds. */
-    const attest_cli_gen_bounds *g = &a->gen;
+    const attest_cli_gen_bounds *g = &a->r.gen;
     if (g->bounds[1] || g->bounds[5] || g->bounds[6] || g->layout || g->production || g->no_edge)
         return attest_cli_usage_error(VERB, "--kernel topk takes --max-batch, --max-next-n, "
                                       "--max-len (the row width) and --max-topk as its bounds");
@@ -452,33 +426,33 @@ static int fuzz_baseline(fuzz_args *a, const char *command_line)
     if (rc >= 0) return rc;
     attest_fuzz_pair_options o;
     memset(&o, 0, sizeof o);
-    o.spec[0] = a->candidate;
-    o.spec[1] = a->baseline;
+    o.spec[0] = a->r.candidate;
+    o.spec[1] = a->r.baseline;
     for (int j = 0; j < 2; j++)
         if (attest_candidate_resolve(o.spec[j], &o.cand[j]) != ATTEST_OK)
             return attest_cli_usage_error(VERB, "%s%s", j ? "--baseline: " : "", attest_last_error());
     rc = attest_baseline_check_pair(VERB, o.cand);
     if (rc >= 0) return rc;
-    if (a->kernel) {
+    if (a->r.kernel) {
         attest_kernel k;
-        if (attest_kernel_from_name(a->kernel, &k) != ATTEST_OK)
+        if (attest_kernel_from_name(a->r.kernel, &k) != ATTEST_OK)
             return attest_cli_usage_error(VERB, "%s", attest_last_error());
         if (k != o.cand[0]->kernel)
             return attest_cli_usage_error(VERB, "candidate '%s' is a %s kernel, not %s",
                                           o.cand[0]->name, attest_kernel_name(o.cand[0]->kernel),
-                                          a->kernel);
+                                          a->r.kernel);
     }
     if ((rc = check_findings_and_seed(a)) >= 0) return rc;
     o.gen = attest_cli_gen_defaults_for(o.cand[0]);
-    if ((rc = attest_cli_gen_apply(VERB, &a->gen, &o.gen)) >= 0) return rc;
+    if ((rc = attest_cli_gen_apply(VERB, &a->r.gen, &o.gen)) >= 0) return rc;
     attest_policy *policy = NULL;
-    if ((a->policy ? attest_policy_load(a->policy, &policy) : attest_policy_default(&policy)) !=
+    if ((a->r.policy ? attest_policy_load(a->r.policy, &policy) : attest_policy_default(&policy)) !=
         ATTEST_OK)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
     o.policy = policy;
-    o.policy_path = a->policy;
+    o.policy_path = a->r.policy;
     o.run = settings_of(a, command_line);
-    o.bitwise = a->bitwise;
+    o.bitwise = a->r.bitwise;
     rc = attest_fuzz_pair(&o);
     attest_policy_free(policy);
     return rc;
@@ -491,25 +465,25 @@ int attest_cmd_fuzz(int argc, char **argv)
     fuzz_args a;
     int rc = parse(argc, argv, &a);
     if (rc >= 0) return rc;
-    const char *inputs[] = {a.policy, a.candidate, a.baseline};
-    if ((rc = attest_cli_check_output(VERB, a.out, ATTEST_OUTPUT_RESULTS, a.force, inputs,
-                                      a.baseline ? 3 : 2)) >= 0)
+    const char *inputs[] = {a.r.policy, a.r.candidate, a.r.baseline};
+    if ((rc = attest_cli_check_output(VERB, a.r.out, ATTEST_OUTPUT_RESULTS, a.r.force, inputs,
+                                      a.r.baseline ? 3 : 2)) >= 0)
         return rc;
-    if (a.baseline) return fuzz_baseline(&a, command_line);
+    if (a.r.baseline) return fuzz_baseline(&a, command_line);
     if (wants_topk(&a)) {
         if ((rc = check_findings_and_seed(&a)) >= 0) return rc;
         return fuzz_topk(&a, command_line);
     }
     const attest_candidate *cand = NULL;
-    if (attest_candidate_resolve(a.candidate, &cand) != ATTEST_OK)
+    if (attest_candidate_resolve(a.r.candidate, &cand) != ATTEST_OK)
         return attest_cli_usage_error(VERB, "%s", attest_last_error());
-    if (a.kernel) {
+    if (a.r.kernel) {
         attest_kernel k;
-        if (attest_kernel_from_name(a.kernel, &k) != ATTEST_OK)
+        if (attest_kernel_from_name(a.r.kernel, &k) != ATTEST_OK)
             return attest_cli_usage_error(VERB, "%s", attest_last_error());
         if (k != cand->kernel)
             return attest_cli_usage_error(VERB, "candidate '%s' is a %s kernel, not %s",
-                                          cand->name, attest_kernel_name(cand->kernel), a.kernel);
+                                          cand->name, attest_kernel_name(cand->kernel), a.r.kernel);
     }
     if ((rc = check_findings_and_seed(&a)) >= 0) return rc;
 
@@ -528,32 +502,32 @@ int attest_cmd_fuzz(int argc, char **argv)
     attest_job job;
     memset(&job, 0, sizeof job);
     job.candidate = cand;
-    job.candidate_spec = a.candidate;
+    job.candidate_spec = a.r.candidate;
     job.gen = attest_cli_gen_defaults_for(cand);
-    if ((rc = attest_cli_gen_apply(VERB, &a.gen, &job.gen)) >= 0) return rc;
+    if ((rc = attest_cli_gen_apply(VERB, &a.r.gen, &job.gen)) >= 0) return rc;
     job.cases = UINT64_C(1) << 40; /* the time limit ends it */
-    job.seed = a.seed;
+    job.seed = a.r.seed;
 
     attest_engine_options opt = attest_engine_defaults();
     attest_policy *policy = NULL;
-    if (a.policy) {
-        if (attest_policy_load(a.policy, &policy) != ATTEST_OK)
+    if (a.r.policy) {
+        if (attest_policy_load(a.r.policy, &policy) != ATTEST_OK)
             return attest_cli_usage_error(VERB, "%s", attest_last_error());
         opt.runner.policy = policy;
     }
-    opt.runner.reruns = a.reruns;
-    opt.runner.timeout_seconds = a.timeout;
-    opt.out_path = a.out;
-    opt.progress = !a.quiet && attest_cli_interactive();
+    opt.runner.reruns = a.r.reruns;
+    opt.runner.timeout_seconds = a.r.timeout;
+    opt.out_path = a.r.out;
+    opt.progress = !a.r.quiet && attest_cli_interactive();
     opt.print_failures = 0;
     opt.max_failures = 1;
     opt.command_line = command_line;
-    opt.jobs = (uint32_t)a.jobs;
+    opt.jobs = (uint32_t)a.r.jobs;
     opt.time_limit = a.time;
     printf("attest fuzz: %s (%s), up to %.0f s over %d job%s, seed %" PRIu64
            " (--seed %" PRIu64 " repeats it), results in %s\n",
-           cand->name, attest_kernel_name(cand->kernel), a.time, a.jobs, a.jobs == 1 ? "" : "s",
-           a.seed, a.seed, a.out);
+           cand->name, attest_kernel_name(cand->kernel), a.time, a.r.jobs, a.r.jobs == 1 ? "" : "s",
+           a.r.seed, a.r.seed, a.r.out);
     fflush(stdout);
     attest_engine_totals totals;
     attest_status st = attest_engine_run(&job, 1, &opt, stdout, &totals);
@@ -565,7 +539,7 @@ int attest_cmd_fuzz(int argc, char **argv)
     const double rate = totals.seconds > 0 ? (double)totals.judged / totals.seconds : 0.0;
     printf("attest fuzz: %" PRIu64 " cases in %.2f s (%.0f cases/s over %d job%s), %" PRIu64
            " finding%s\n",
-           totals.judged, totals.seconds, rate, a.jobs, a.jobs == 1 ? "" : "s", totals.failures,
+           totals.judged, totals.seconds, rate, a.r.jobs, a.r.jobs == 1 ? "" : "s", totals.failures,
            totals.failures == 1 ? "" : "s");
     int exit_code = totals.failures ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
     if (totals.failures) {
@@ -573,7 +547,7 @@ int attest_cmd_fuzz(int argc, char **argv)
         printf("time to first finding: %.3f s (%" PRIu64 " cases)\n", totals.seconds,
                totals.judged);
         attest_case_record found[4];
-        const size_t n = first_failures(a.out, found, 4);
+        const size_t n = first_failures(a.r.out, found, 4);
         attest_runner_options ropt = opt.runner; /* policy NULL: the embedded default */
         ropt.reference = attest_ref_simulated;
         for (size_t i = 0; i < n; i++) {
@@ -584,7 +558,7 @@ int attest_cmd_fuzz(int argc, char **argv)
             snprintf(o.how, sizeof o.how,
                      "generated from seed 0x%016" PRIx64 " (attest run --kernel %s --candidate %s "
                      "--case-seed 0x%016" PRIx64 ")",
-                     found[i].seed, attest_kernel_name(cand->kernel), a.candidate, found[i].seed);
+                     found[i].seed, attest_kernel_name(cand->kernel), a.r.candidate, found[i].seed);
             o.expected = 1;
             o.verdict = found[i].verdict;
             o.gates = found[i].failed_gates;

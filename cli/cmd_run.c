@@ -16,6 +16,7 @@
 #include "topk_run.h"
 #include "baseline.h"
 #include "save_failures.h"
+#include "run_options.h"
 
 static void usage(FILE *f)
 {
@@ -63,47 +64,41 @@ static void usage(FILE *f)
           f);
 }
 
-enum {
-    OPT_CASE_SEED = 256, OPT_POLICY, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_MAX_FAILURES,
-    OPT_PRINT_FAILURES, OPT_QUIET, OPT_JOBS, OPT_JUNIT, OPT_JSON, OPT_FORCE, OPT_GRAPH,
-    OPT_SANITIZE, OPT_SAVE, OPT_SAVE_PASSING
-};
+enum { OPT_MAX_FAILURES = 256, OPT_GRAPH, OPT_SANITIZE, OPT_SAVE_PASSING };
 
 static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
-    {"candidate", required_argument, NULL, 'c'},
-    {"kernel", required_argument, NULL, 'k'},
-    {"cases", required_argument, NULL, 'n'},
-    {"seed", required_argument, NULL, 's'},
-    {"filter", required_argument, NULL, 'f'},
-    {"out", required_argument, NULL, 'o'},
-    {"case-seed", required_argument, NULL, OPT_CASE_SEED},
-    {"policy", required_argument, NULL, OPT_POLICY},
-    {"reruns", required_argument, NULL, OPT_RERUNS},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+    ATTEST_CLI_OPT_CANDIDATE,
+    ATTEST_CLI_OPT_KERNEL,
+    ATTEST_CLI_OPT_CASES,
+    ATTEST_CLI_OPT_SEED,
+    ATTEST_CLI_OPT_FILTER,
+    ATTEST_CLI_OPT_OUT,
+    ATTEST_CLI_OPT_CASE_SEED,
+    ATTEST_CLI_OPT_POLICY,
+    ATTEST_CLI_OPT_RERUNS,
+    ATTEST_CLI_OPT_TIMEOUT,
+    ATTEST_CLI_OPT_NO_ISOLATE,
     {"max-failures", required_argument, NULL, OPT_MAX_FAILURES},
-    {"print-failures", required_argument, NULL, OPT_PRINT_FAILURES},
+    ATTEST_CLI_OPT_PRINT_FAILURES,
     ATTEST_CLI_GEN_LONG_OPTIONS,
-    {"quiet", no_argument, NULL, OPT_QUIET},
-    {"jobs", required_argument, NULL, OPT_JOBS},
-    {"junit", required_argument, NULL, OPT_JUNIT},
-    {"json", required_argument, NULL, OPT_JSON},
-    {"force", no_argument, NULL, OPT_FORCE},
+    ATTEST_CLI_OPT_QUIET,
+    ATTEST_CLI_OPT_JOBS,
+    ATTEST_CLI_OPT_JUNIT,
+    ATTEST_CLI_OPT_JSON,
+    ATTEST_CLI_OPT_FORCE,
     {"graph", no_argument, NULL, OPT_GRAPH},
     {"sanitize", required_argument, NULL, OPT_SANITIZE},
-    {"save-failures", required_argument, NULL, OPT_SAVE},
+    ATTEST_CLI_OPT_SAVE_FAILURES,
     {"save-passing", no_argument, NULL, OPT_SAVE_PASSING},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct run_args {
-    const char *candidate, *kernel, *out, *policy, *filter, *junit, *json, *sanitize, *save_dir;
-    uint64_t cases, seed, case_seed, max_failures, print_failures;
-    int use_case_seed, no_isolate, quiet, force, graph, save_passing;
-    int32_t reruns, jobs;
-    attest_cli_gen_bounds gen;
-    double timeout;
+    attest_cli_run_args r;
+    const char *sanitize;
+    uint64_t max_failures;
+    int graph, save_passing;
 } run_args;
 
 #define BAD(what) return attest_cli_bad_value("run", what, optarg)
@@ -112,60 +107,22 @@ typedef struct run_args {
 static int parse(int argc, char **argv, run_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->cases = 100;
-    a->seed = 1;
-    a->print_failures = 20;
-    a->reruns = 2;
-    a->jobs = 1;
-    a->timeout = 10.0;
+    attest_cli_run_defaults(&a->r);
     optind = 1;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
-        if (attest_cli_gen_is_option(ch)) {
-            const int rc = attest_cli_gen_option("run", ch, optarg, &a->gen);
+        if (attest_cli_run_is_option(ch)) {
+            const int rc = attest_cli_run_option("run", ch, optarg, &a->r);
             if (rc >= 0) return rc;
             continue;
         }
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
-        case 'c': a->candidate = optarg; break;
-        case 'k': a->kernel = optarg; break;
-        case 'f': a->filter = optarg; break;
-        case 'o': a->out = optarg; break;
-        case OPT_POLICY: a->policy = optarg; break;
-        case 'n':
-            if (attest_cli_parse_u64(optarg, &a->cases) || a->cases == 0) BAD("cases");
-            break;
-        case 's':
-            if (attest_cli_parse_u64(optarg, &a->seed)) BAD("seed");
-            break;
-        case OPT_CASE_SEED:
-            if (attest_cli_parse_u64(optarg, &a->case_seed)) BAD("case-seed");
-            a->use_case_seed = 1;
-            break;
-        case OPT_RERUNS:
-            if (attest_cli_parse_i32(optarg, 1, 1000, &a->reruns)) BAD("reruns");
-            break;
-        case OPT_JOBS:
-            if (attest_cli_parse_i32(optarg, 1, 4096, &a->jobs)) BAD("jobs");
-            break;
-        case OPT_TIMEOUT:
-            if (attest_cli_parse_double(optarg, 0.01, 86400.0, &a->timeout)) BAD("timeout");
-            break;
         case OPT_MAX_FAILURES:
             if (attest_cli_parse_u64(optarg, &a->max_failures)) BAD("max-failures");
             break;
-        case OPT_PRINT_FAILURES:
-            if (attest_cli_parse_u64(optarg, &a->print_failures)) BAD("print-failures");
-            break;
-        case OPT_NO_ISOLATE: a->no_isolate = 1; break;
-        case OPT_QUIET: a->quiet = 1; break;
-        case OPT_JUNIT: a->junit = optarg; break;
-        case OPT_JSON: a->json = optarg; break;
-        case OPT_FORCE: a->force = 1; break;
         case OPT_GRAPH: a->graph = 1; break;
-        case OPT_SAVE: a->save_dir = optarg; break;
         case OPT_SAVE_PASSING: a->save_passing = 1; break;
         case OPT_SANITIZE:
             if (!attest_cli_sanitize_tool_ok(optarg)) BAD("sanitize");
@@ -176,9 +133,9 @@ static int parse(int argc, char **argv, run_args *a)
     }
     if (optind < argc)
         return attest_cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
-    if (a->candidate == NULL)
+    if (a->r.candidate == NULL)
         return attest_cli_usage_error("run", "--candidate is required (attest list shows them)");
-    if (a->save_passing && !a->save_dir)
+    if (a->save_passing && !a->r.save_dir)
         return attest_cli_usage_error("run", "--save-passing needs --save-failures DIR");
     return -1;
 }
@@ -194,54 +151,54 @@ int attest_cmd_run(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc >= 0) return rc;
 
-    if (a.out) {
-        const char *inputs[] = {a.policy, a.candidate};
-        if ((rc = attest_cli_check_output("run", a.out, ATTEST_OUTPUT_RESULTS, a.force, inputs,
+    if (a.r.out) {
+        const char *inputs[] = {a.r.policy, a.r.candidate};
+        if ((rc = attest_cli_check_output("run", a.r.out, ATTEST_OUTPUT_RESULTS, a.r.force, inputs,
                                           2)) >= 0)
             return rc;
     }
     const attest_candidate *cand = NULL;
-    if (attest_candidate_resolve(a.candidate, &cand) != ATTEST_OK)
+    if (attest_candidate_resolve(a.r.candidate, &cand) != ATTEST_OK)
         return attest_cli_usage_error("run", "%s", attest_last_error());
     if (a.graph && cand->domain != ATTEST_DOMAIN_DEVICE)
         return attest_cli_usage_error("run", "--graph: '%s' is not a device candidate",
                                       cand->name);
-    if (a.kernel) {
+    if (a.r.kernel) {
         attest_kernel k;
-        if (attest_kernel_from_name(a.kernel, &k) != ATTEST_OK)
+        if (attest_kernel_from_name(a.r.kernel, &k) != ATTEST_OK)
             return attest_cli_usage_error("run", "%s", attest_last_error());
         if (k != cand->kernel)
             return attest_cli_usage_error("run", "candidate '%s' is a %s kernel, not %s",
-                                          cand->name, attest_kernel_name(cand->kernel), a.kernel);
+                                          cand->name, attest_kernel_name(cand->kernel), a.r.kernel);
     }
     attest_job job;
     memset(&job, 0, sizeof job);
     job.candidate = cand;
-    job.candidate_spec = a.candidate;
+    job.candidate_spec = a.r.candidate;
     job.gen = attest_cli_gen_defaults_for(cand);
-    if ((rc = attest_cli_gen_apply("run", &a.gen, &job.gen)) >= 0) return rc;
-    job.cases = a.cases;
-    job.seed = a.seed;
-    job.use_case_seed = a.use_case_seed;
-    job.case_seed = a.case_seed;
-    job.filter = a.filter;
+    if ((rc = attest_cli_gen_apply("run", &a.r.gen, &job.gen)) >= 0) return rc;
+    job.cases = a.r.cases;
+    job.seed = a.r.seed;
+    job.use_case_seed = a.r.use_case_seed;
+    job.case_seed = a.r.case_seed;
+    job.filter = a.r.filter;
 
     attest_engine_options opt = attest_engine_defaults();
     attest_policy *policy = NULL;
-    if (a.policy) {
-        if (attest_policy_load(a.policy, &policy) != ATTEST_OK)
+    if (a.r.policy) {
+        if (attest_policy_load(a.r.policy, &policy) != ATTEST_OK)
             return attest_cli_usage_error("run", "%s", attest_last_error());
         opt.runner.policy = policy;
     }
     attest_cli_saver saver;
     memset(&saver, 0, sizeof saver);
-    if (a.save_dir) {
+    if (a.r.save_dir) {
         /* The saved files record the policy's hash and text: the engine's default is taken
          * here so they name the one that judged. */
         if (!policy && attest_policy_default(&policy) != ATTEST_OK)
             return attest_cli_usage_error("run", "%s", attest_last_error());
         opt.runner.policy = policy;
-        if ((rc = attest_cli_saver_init(&saver, "run", a.save_dir, policy)) >= 0) {
+        if ((rc = attest_cli_saver_init(&saver, "run", a.r.save_dir, policy)) >= 0) {
             attest_policy_free(policy);
             return rc;
         }
@@ -250,22 +207,22 @@ int attest_cmd_run(int argc, char **argv)
         opt.on_failure_passing = a.save_passing;
         saver.passing = a.save_passing;
     }
-    opt.runner.reruns = a.reruns;
-    opt.runner.timeout_seconds = a.timeout;
-    opt.runner.isolate = !a.no_isolate;
+    opt.runner.reruns = a.r.reruns;
+    opt.runner.timeout_seconds = a.r.timeout;
+    opt.runner.isolate = !a.r.no_isolate;
     opt.runner.graph_check = a.graph;
-    opt.out_path = a.out;
-    opt.progress = !a.quiet && attest_cli_interactive();
-    opt.print_failures = (uint32_t)a.print_failures;
+    opt.out_path = a.r.out;
+    opt.progress = !a.r.quiet && attest_cli_interactive();
+    opt.print_failures = (uint32_t)a.r.print_failures;
     opt.max_failures = a.max_failures;
     opt.command_line = command_line;
-    opt.jobs = (uint32_t)a.jobs;
-    opt.junit_path = a.junit;
+    opt.jobs = (uint32_t)a.r.jobs;
+    opt.junit_path = a.r.junit;
     opt.junit_suite = "attest run";
 
     attest_cli_sanitizer san;
     if (a.sanitize) {
-        if ((rc = attest_cli_sanitizer_init(&san, "run", a.sanitize, a.timeout)) >= 0) {
+        if ((rc = attest_cli_sanitizer_init(&san, "run", a.sanitize, a.r.timeout)) >= 0) {
             attest_policy_free(policy);
             return rc;
         }
@@ -281,10 +238,10 @@ int attest_cmd_run(int argc, char **argv)
         return attest_cli_usage_error("run", "%s", attest_last_error());
     }
     if (totals.filtered)
-        printf("filter '%s': %" PRIu64 " generated cases skipped%s\n", a.filter, totals.filtered,
+        printf("filter '%s': %" PRIu64 " generated cases skipped%s\n", a.r.filter, totals.filtered,
                totals.judged ? "" : ": it matched none (check its spelling: attest run --help)");
-    attest_report_summary(stdout, &totals.summary, a.out, totals.seconds);
+    attest_report_summary(stdout, &totals.summary, a.r.out, totals.seconds);
     attest_cli_saver_report(&saver, stdout);
     rc = attest_engine_exit_status(&totals);
-    return attest_engine_json(a.json, "run", &totals, a.out, rc);
+    return attest_engine_json(a.r.json, "run", &totals, a.r.out, rc);
 }

@@ -1,5 +1,6 @@
 /* Pipeline mode on the command line (pipeline_run.h). */
 #include "pipeline_run.h"
+#include "run_options.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -240,38 +241,36 @@ static void usage(FILE *f)
           f);
 }
 
-enum { OPT_CASE_SEED = 256, OPT_PRINT, OPT_SAVE, OPT_POLICY, OPT_TIMEOUT, OPT_NO_ISOLATE,
-       OPT_MAX_BATCH, OPT_MAX_HEADS, OPT_MAX_LEN, OPT_MAX_TOPK, OPT_MAX_NEXT_N, OPT_MAX_DHEADS,
-       OPT_QUIET };
+enum { OPT_MAX_BATCH = 256, OPT_MAX_HEADS, OPT_MAX_LEN, OPT_MAX_TOPK, OPT_MAX_NEXT_N,
+       OPT_MAX_DHEADS };
 
 static const struct option options[] = {
     {"help", no_argument, NULL, 'h'},
+    /* STAGE=SPEC, given once a stage: not the shared --candidate */
     {"candidate", required_argument, NULL, 'c'},
-    {"kernel", required_argument, NULL, 'k'},
-    {"cases", required_argument, NULL, 'n'},
-    {"seed", required_argument, NULL, 's'},
-    {"case-seed", required_argument, NULL, OPT_CASE_SEED},
-    {"print-failures", required_argument, NULL, OPT_PRINT},
-    {"save-failures", required_argument, NULL, OPT_SAVE},
-    {"policy", required_argument, NULL, OPT_POLICY},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+    ATTEST_CLI_OPT_KERNEL,
+    ATTEST_CLI_OPT_CASES,
+    ATTEST_CLI_OPT_SEED,
+    ATTEST_CLI_OPT_CASE_SEED,
+    ATTEST_CLI_OPT_PRINT_FAILURES,
+    ATTEST_CLI_OPT_SAVE_FAILURES,
+    ATTEST_CLI_OPT_POLICY,
+    ATTEST_CLI_OPT_TIMEOUT,
+    ATTEST_CLI_OPT_NO_ISOLATE,
+    /* The chain generator's own bounds (attest/pipeline.h), not attest/gen_options.h's. */
     {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
     {"max-heads", required_argument, NULL, OPT_MAX_HEADS},
     {"max-len", required_argument, NULL, OPT_MAX_LEN},
     {"max-topk", required_argument, NULL, OPT_MAX_TOPK},
     {"max-next-n", required_argument, NULL, OPT_MAX_NEXT_N},
     {"max-decode-heads", required_argument, NULL, OPT_MAX_DHEADS},
-    {"quiet", no_argument, NULL, OPT_QUIET},
+    ATTEST_CLI_OPT_QUIET,
     {NULL, 0, NULL, 0},
 };
 
 typedef struct pipe_args {
     pipe_stages stages;
-    const char *policy, *save_dir, *kernel;
-    uint64_t cases, seed, case_seed, print_failures;
-    int use_case_seed, no_isolate;
-    double timeout;
+    attest_cli_run_args r;
     attest_pipeline_gen_bounds g;
 } pipe_args;
 
@@ -282,40 +281,21 @@ typedef struct pipe_args {
 static int parse(const char *verb, int argc, char **argv, pipe_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->cases = 100;
-    a->seed = 1;
-    a->print_failures = 20;
-    a->timeout = 10.0;
+    attest_cli_run_defaults(&a->r);
     a->g = attest_pipeline_gen_defaults();
     optind = 1;
     opterr = 0;
     int ch, rc;
     while ((ch = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+        if (attest_cli_run_is_option(ch)) {
+            if ((rc = attest_cli_run_option(verb, ch, optarg, &a->r)) >= 0) return rc;
+            continue;
+        }
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case 'c':
             if ((rc = add_stage(verb, optarg, &a->stages)) >= 0) return rc;
             break;
-        case 'k': a->kernel = optarg; break;
-        case 'n':
-            if (attest_cli_parse_u64(optarg, &a->cases) || a->cases == 0) BAD("cases");
-            break;
-        case 's':
-            if (attest_cli_parse_u64(optarg, &a->seed)) BAD("seed");
-            break;
-        case OPT_CASE_SEED:
-            if (attest_cli_parse_u64(optarg, &a->case_seed)) BAD("case-seed");
-            a->use_case_seed = 1;
-            break;
-        case OPT_PRINT:
-            if (attest_cli_parse_u64(optarg, &a->print_failures)) BAD("print-failures");
-            break;
-        case OPT_SAVE: a->save_dir = optarg; break;
-        case OPT_POLICY: a->policy = optarg; break;
-        case OPT_TIMEOUT:
-            if (attest_cli_parse_double(optarg, 0.01, 86400.0, &a->timeout)) BAD("timeout");
-            break;
-        case OPT_NO_ISOLATE: a->no_isolate = 1; break;
         case OPT_MAX_BATCH:
             if (attest_cli_parse_i32(optarg, 1, 64, &a->g.max_batch)) BAD("max-batch");
             break;
@@ -334,31 +314,25 @@ static int parse(const char *verb, int argc, char **argv, pipe_args *a)
         case OPT_MAX_DHEADS:
             if (attest_cli_parse_i32(optarg, 1, 128, &a->g.max_decode_heads)) BAD("max-decode-heads");
             break;
-        case OPT_QUIET: break;
         default: return attest_cli_getopt_error(verb, ch, argv);
         }
     }
-    if (a->kernel && strcmp(a->kernel, "pipeline") != 0)
+    if (a->r.kernel && strcmp(a->r.kernel, "pipeline") != 0)
         return attest_cli_usage_error(verb, "pipeline: --kernel %s with STAGE=SPEC candidates "
-                                            "(use --kernel pipeline)", a->kernel);
+                                            "(use --kernel pipeline)", a->r.kernel);
     stage_defaults(&a->stages);
-    if (a->save_dir) {
-        struct stat sb;
-        if (stat(a->save_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-            return attest_cli_usage_error(verb, "--save-failures %s: not a directory",
-                                          a->save_dir);
-    }
+    if (a->r.save_dir && (rc = attest_cli_save_dir_check(verb, a->r.save_dir)) >= 0) return rc;
     return -1;
 }
 
 /* Opens the policy and the stages' runners. Returns -1 or an exit status. */
 static int open_stages(const char *verb, pipe_args *a, attest_policy **policy)
 {
-    if ((a->policy ? attest_policy_load(a->policy, policy) : attest_policy_default(policy)) !=
+    if ((a->r.policy ? attest_policy_load(a->r.policy, policy) : attest_policy_default(policy)) !=
         ATTEST_OK)
         return attest_cli_usage_error(verb, "%s", attest_last_error());
     a->stages.policy = *policy;
-    if (pipe_stages_open(&a->stages, a->timeout, !a->no_isolate) != ATTEST_OK) {
+    if (pipe_stages_open(&a->stages, a->r.timeout, !a->r.no_isolate) != ATTEST_OK) {
         pipe_stages_close(&a->stages);
         attest_policy_free(*policy);
         return attest_cli_usage_error(verb, "%s", attest_last_error());
@@ -396,10 +370,11 @@ int attest_cmd_run_pipeline(int argc, char **argv)
     if ((rc = open_stages(verb, &a, &policy)) >= 0) return rc;
     pipe_totals t;
     memset(&t, 0, sizeof t);
-    const uint64_t total = a.use_case_seed ? 1 : a.cases;
+    const uint64_t total = a.r.use_case_seed ? 1 : a.r.cases;
     rc = -1;
     for (uint64_t i = 0; i < total && rc < 0; i++) {
-        const uint64_t s = a.use_case_seed ? a.case_seed : attest_pipeline_case_seed(a.seed, i);
+        const uint64_t s =
+            a.r.use_case_seed ? a.r.case_seed : attest_pipeline_case_seed(a.r.seed, i);
         attest_pipeline_case pc;
         pipe_result r;
         char params[256], label[64], replay[1024];
@@ -415,17 +390,18 @@ int attest_cmd_run_pipeline(int argc, char **argv)
         snprintf(label, sizeof label, "case %" PRIu64, i);
         add_totals(&t, &r, label);
         replay_command(&a, s, replay, sizeof replay);
-        if (r.failed && a.save_dir) {
+        if (r.failed && a.r.save_dir) {
             char path[4096];
             int kept = 0;
-            const attest_status sst = save_case(a.save_dir, &pc, replay, path, sizeof path, &kept);
+            const attest_status sst =
+                save_case(a.r.save_dir, &pc, replay, path, sizeof path, &kept);
             if (sst == ATTEST_OK && kept) printf("  note: %s exists, kept\n", path);
             else if (sst != ATTEST_OK) {
                 fprintf(stderr, "attest run: %s\n", attest_last_error());
                 rc = ATTEST_EXIT_USAGE;
             }
         }
-        if ((r.failed || a.use_case_seed) && t.printed < a.print_failures) {
+        if ((r.failed || a.r.use_case_seed) && t.printed < a.r.print_failures) {
             t.printed++;
             print_case(&a.stages, &r, label, params, replay);
         }

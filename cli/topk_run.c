@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "attest/campaign.h"
 #include "attest/clock.h"
@@ -16,6 +15,7 @@
 #include "attest/topk_candidates.h"
 #include "attest/topk_runner.h"
 #include "commands.h"
+#include "run_options.h"
 #include "topk_files.h"
 
 attest_status attest_topk_run_candidate(const attest_topk_candidate *cand,
@@ -155,29 +155,30 @@ static void usage(FILE *f)
           f);
 }
 
-enum { OPT_CASE_SEED = 256, OPT_PRINT, OPT_MAX_BATCH, OPT_MAX_NEXT_N, OPT_MAX_LEN, OPT_MAX_TOPK,
-       OPT_QUIET, OPT_RERUNS, OPT_TIMEOUT, OPT_NO_ISOLATE, OPT_SAVE, OPT_OUT, OPT_FORCE };
+enum { OPT_MAX_BATCH = 256, OPT_MAX_NEXT_N, OPT_MAX_LEN, OPT_MAX_TOPK };
 
 static const struct option topk_options[] = {
     {"help", no_argument, NULL, 'h'},
-    {"candidate", required_argument, NULL, 'c'},
-    {"kernel", required_argument, NULL, 'k'},
-    {"cases", required_argument, NULL, 'n'},
-    {"seed", required_argument, NULL, 's'},
-    {"filter", required_argument, NULL, 'f'},
-    {"case-seed", required_argument, NULL, OPT_CASE_SEED},
-    {"print-failures", required_argument, NULL, OPT_PRINT},
+    ATTEST_CLI_OPT_CANDIDATE,
+    ATTEST_CLI_OPT_KERNEL,
+    ATTEST_CLI_OPT_CASES,
+    ATTEST_CLI_OPT_SEED,
+    ATTEST_CLI_OPT_FILTER,
+    ATTEST_CLI_OPT_CASE_SEED,
+    ATTEST_CLI_OPT_PRINT_FAILURES,
+    /* The top-k generator's own bounds (not attest/gen_options.h's: other ranges, other
+     * fields). */
     {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
     {"max-next-n", required_argument, NULL, OPT_MAX_NEXT_N},
     {"max-len", required_argument, NULL, OPT_MAX_LEN},
     {"max-topk", required_argument, NULL, OPT_MAX_TOPK},
-    {"quiet", no_argument, NULL, OPT_QUIET},
-    {"reruns", required_argument, NULL, OPT_RERUNS},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
-    {"save-failures", required_argument, NULL, OPT_SAVE},
-    {"out", required_argument, NULL, OPT_OUT},
-    {"force", no_argument, NULL, OPT_FORCE},
+    ATTEST_CLI_OPT_QUIET,
+    ATTEST_CLI_OPT_RERUNS,
+    ATTEST_CLI_OPT_TIMEOUT,
+    ATTEST_CLI_OPT_NO_ISOLATE,
+    ATTEST_CLI_OPT_SAVE_FAILURES,
+    ATTEST_CLI_OPT_OUT,
+    ATTEST_CLI_OPT_FORCE,
     {NULL, 0, NULL, 0},
 };
 
@@ -187,33 +188,24 @@ int attest_cmd_run_topk(int argc, char **argv)
 {
     char command_line[2048]; /* taken before getopt permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
-    const char *cand_name = NULL, *kernel = NULL, *filter = NULL, *save_dir = NULL, *out = NULL;
-    uint64_t cases = 100, seed = 1, case_seed = 0, print_failures = 20;
-    int use_case_seed = 0, force = 0;
     attest_topk_gen_bounds g = attest_topk_gen_defaults();
     attest_topk_run_options ro = attest_topk_run_defaults();
+    attest_cli_run_args r;
+    attest_cli_run_defaults(&r);
+    r.reruns = ro.reruns;
+    r.timeout = ro.timeout_seconds;
+    r.no_isolate = !ro.isolate;
     optind = 1;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":", topk_options, NULL)) != -1) {
+        if (attest_cli_run_is_option(ch)) {
+            const int rc = attest_cli_run_option("run", ch, optarg, &r);
+            if (rc >= 0) return rc;
+            continue;
+        }
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
-        case 'c': cand_name = optarg; break;
-        case 'k': kernel = optarg; break;
-        case 'f': filter = optarg; break;
-        case 'n':
-            if (attest_cli_parse_u64(optarg, &cases) || cases == 0) BAD("cases");
-            break;
-        case 's':
-            if (attest_cli_parse_u64(optarg, &seed)) BAD("seed");
-            break;
-        case OPT_CASE_SEED:
-            if (attest_cli_parse_u64(optarg, &case_seed)) BAD("case-seed");
-            use_case_seed = 1;
-            break;
-        case OPT_PRINT:
-            if (attest_cli_parse_u64(optarg, &print_failures)) BAD("print-failures");
-            break;
         case OPT_MAX_BATCH:
             if (attest_cli_parse_i32(optarg, 1, 1024, &g.max_batch)) BAD("max-batch");
             break;
@@ -226,34 +218,31 @@ int attest_cmd_run_topk(int argc, char **argv)
         case OPT_MAX_TOPK:
             if (attest_cli_parse_i32(optarg, 1, ATTEST_TOPK_MAX_K, &g.max_k)) BAD("max-topk");
             break;
-        case OPT_QUIET: break;
-        case OPT_RERUNS:
-            if (attest_cli_parse_i32(optarg, 1, 1000, &ro.reruns)) BAD("reruns");
-            break;
-        case OPT_TIMEOUT:
-            if (attest_cli_parse_double(optarg, 0.01, 86400.0, &ro.timeout_seconds)) BAD("timeout");
-            break;
-        case OPT_NO_ISOLATE: ro.isolate = 0; break;
-        case OPT_SAVE: save_dir = optarg; break;
-        case OPT_OUT: out = optarg; break;
-        case OPT_FORCE: force = 1; break;
         default: return attest_cli_getopt_error("run", ch, argv);
         }
     }
     if (optind < argc)
         return attest_cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
+    const char *cand_name = r.candidate, *kernel = r.kernel, *filter = r.filter;
+    const char *save_dir = r.save_dir, *out = r.out;
+    const uint64_t cases = r.cases, seed = r.seed, case_seed = r.case_seed;
+    const uint64_t print_failures = r.print_failures;
+    const int use_case_seed = r.use_case_seed;
+    ro.reruns = r.reruns;
+    ro.timeout_seconds = r.timeout;
+    ro.isolate = !r.no_isolate;
     if (kernel != NULL && strcmp(kernel, "topk") != 0)
         return attest_cli_usage_error("run", "candidate '%s' is a topk kernel, not %s",
                                       cand_name ? cand_name : "?", kernel);
     if (cand_name == NULL) return attest_cli_usage_error("run", "--candidate is required");
     if (save_dir) {
-        struct stat sb;
-        if (stat(save_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-            return attest_cli_usage_error("run", "--save-failures %s: not a directory", save_dir);
+        const int src = attest_cli_save_dir_check("run", save_dir);
+        if (src >= 0) return src;
     }
     if (out) {
         const char *inputs[1] = {cand_name};
-        const int orc = attest_cli_check_output("run", out, ATTEST_OUTPUT_RESULTS, force, inputs, 1);
+        const int orc =
+            attest_cli_check_output("run", out, ATTEST_OUTPUT_RESULTS, r.force, inputs, 1);
         if (orc >= 0) return orc;
     }
     const attest_topk_candidate *cand = NULL;
