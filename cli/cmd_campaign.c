@@ -20,8 +20,9 @@
 #define DEFAULT_OUT "attest-campaign.h5"
 
 #define MAX_JOBS 16
-/* --jobs left out: one worker process per online core for host candidates, at most this many
- * (each holds a runner, an arena and an isolated candidate process). */
+/* --jobs left out: one worker process per online core for host candidates (one per visible GPU
+ * with a device candidate), at most this many (each holds a runner, an arena and an isolated
+ * candidate process). */
 #define MAX_DEFAULT_WORKERS 16
 
 static void usage(FILE *f)
@@ -44,7 +45,7 @@ static void usage(FILE *f)
             "  --seed S          campaign seed (default 1)\n"
             "  --jobs N          judge the cases in N worker processes (same results, same order;\n"
             "                    default: one per online core, at most %d, when every candidate\n"
-            "                    runs on the host; 1 with a device candidate)\n"
+            "                    runs on the host; one per visible GPU with a device candidate)\n"
             "  --junit FILE      also write a JUnit XML report (one testcase per case)\n"
             "  --json FILE       also write the summary as JSON\n"
             "  --force           replace an earlier results file at --out (nothing else)\n"
@@ -200,14 +201,12 @@ int attest_cmd_campaign(int argc, char **argv)
     }
     if (workers == 0) {
         /* Sharding gives the same records in the same order as one process (engine_jobs.c),
-         * so the default can use the cores. Device candidates keep one process: several
-         * would share one GPU's memory and contexts unasked. */
+         * so the default can use the cores; with a device candidate, the GPUs (several
+         * processes on one GPU take turns at it). */
         int host = 1;
         for (size_t j = 0; j < num_jobs; j++)
             host &= jobs[j].candidate->domain == ATTEST_DOMAIN_HOST;
-        const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        workers = !host || cores < 1 ? 1 : cores > MAX_DEFAULT_WORKERS ? MAX_DEFAULT_WORKERS
-                                                                       : (int32_t)cores;
+        workers = (int32_t)attest_engine_default_workers(!host, MAX_DEFAULT_WORKERS);
     }
     attest_engine_options opt = attest_engine_defaults();
     attest_policy *policy = NULL;

@@ -84,7 +84,8 @@ static void usage(FILE *f)
           "  --dict FILE        libfuzzer: a dictionary (fuzz/fuzz_<target>.dict)\n"
           "  --no-structure     libfuzzer: byte mutations only, no semantic counters\n"
           "  --time SEC         how long to search (default 60)\n"
-          "  --jobs N           worker processes (default: every core)\n"
+          "  --jobs N           worker processes (default: every core; one per visible GPU for\n"
+          "                     a candidate that runs on a GPU)\n"
           "  --seed S           campaign seed (default: from the clock, printed)\n"
           "  --out FILE         every judged case in an HDF5 results file, all jobs merged\n"
           "                     (default " DEFAULT_OUT ")\n"
@@ -155,8 +156,7 @@ static int parse(int argc, char **argv, fuzz_args *a)
     a->r.out = DEFAULT_OUT;
     a->r.seed = 0; /* from the clock unless --seed (check_findings_and_seed) */
     a->r.reruns = 1;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    a->r.jobs = cores > 0 && cores < 4096 ? (int32_t)cores : 1;
+    a->r.jobs = 0; /* not given: default_jobs once the candidate is known */
     a->findings = ".";
     a->engine = DEFAULT_ENGINE;
     a->time = 60;
@@ -198,6 +198,14 @@ static int parse(int argc, char **argv, fuzz_args *a)
     if (a->r.same_given && a->r.baseline == NULL)
         return attest_cli_usage_error(VERB, "--same needs --baseline");
     return -1;
+}
+
+/* --jobs when not given: one per core, or one per visible GPU for a candidate that runs on one
+ * (attest_engine_default_workers). */
+static void default_jobs(fuzz_args *a, int device)
+{
+    if (a->r.jobs == 0)
+        a->r.jobs = (int32_t)attest_engine_default_workers(device, (uint32_t)a->r.max_jobs);
 }
 
 static attest_finding_options finding_options(const fuzz_args *a)
@@ -433,6 +441,8 @@ static int fuzz_baseline(fuzz_args *a, const char *command_line)
             return attest_cli_usage_error(VERB, "%s%s", j ? "--baseline: " : "", attest_last_error());
     rc = attest_baseline_check_pair(VERB, o.cand);
     if (rc >= 0) return rc;
+    default_jobs(a, o.cand[0]->domain == ATTEST_DOMAIN_DEVICE ||
+                        o.cand[1]->domain == ATTEST_DOMAIN_DEVICE);
     if (a->r.kernel) {
         attest_kernel k;
         if (attest_kernel_from_name(a->r.kernel, &k) != ATTEST_OK)
@@ -472,6 +482,7 @@ int attest_cmd_fuzz(int argc, char **argv)
     if (a.r.baseline) return fuzz_baseline(&a, command_line);
     if (wants_topk(&a)) {
         if ((rc = check_findings_and_seed(&a)) >= 0) return rc;
+        default_jobs(&a, 0); /* the top-k candidates run on the host */
         return fuzz_topk(&a, command_line);
     }
     const attest_candidate *cand = NULL;
@@ -486,6 +497,7 @@ int attest_cmd_fuzz(int argc, char **argv)
                                           cand->name, attest_kernel_name(cand->kernel), a.r.kernel);
     }
     if ((rc = check_findings_and_seed(&a)) >= 0) return rc;
+    default_jobs(&a, cand->domain == ATTEST_DOMAIN_DEVICE);
 
     const char *target = fuzz_target_of(cand->kernel);
     if (strcmp(a.engine, "libfuzzer") == 0 && target == NULL) {
@@ -578,6 +590,10 @@ int attest_cmd_fuzz(int argc, char **argv)
         }
     } else {
         exit_code = attest_engine_exit_status(&totals); /* a signal, or nothing judged */
+        if (exit_code == ATTEST_EXIT_FAILED && !totals.stop_signal && !totals.interrupted)
+            printf("result: FAIL (nothing was checked: %s)\n",
+                   totals.judged ? "the candidate declined every case (UNSUPPORTED)"
+                                 : "no case was judged");
     }
     attest_policy_free(policy);
     return exit_code;

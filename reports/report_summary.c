@@ -143,6 +143,11 @@ void attest_report_summary(FILE *f, const attest_summary *s, const char *results
     else if (s->failures)
         fprintf(f, "result: FAIL (%" PRIu64 " of %" PRIu64 " cases failed)\n", s->failures,
                 s->cases);
+    else if (s->cases == 0)
+        fputs("result: FAIL (nothing was judged)\n", f);
+    else if (s->verdicts[ATTEST_VERDICT_UNSUPPORTED] == s->cases)
+        fprintf(f, "result: FAIL (nothing was checked: the candidate declined every case, %" PRIu64
+                   " UNSUPPORTED)\n", s->cases);
     else
         fprintf(f, "result: PASS (%" PRIu64 " cases)\n", s->cases);
 }

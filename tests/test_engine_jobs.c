@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -58,12 +60,50 @@ static void test_visible_list(void **state)
     assert_int_equal(attest_engine_worker_gpu("GPU-aa11", 1, 0, small, sizeof small), 0);
 }
 
+/* How many devices the workers are spread over: the list's entries, else the driver's count. */
+static void test_visible_count(void **state)
+{
+    (void)state;
+    assert_int_equal(attest_engine_visible_gpus(NULL, 0), 0);
+    assert_int_equal(attest_engine_visible_gpus(NULL, 8), 8);
+    assert_int_equal(attest_engine_visible_gpus("", 8), 0);
+    assert_int_equal(attest_engine_visible_gpus("3", 8), 1);
+    assert_int_equal(attest_engine_visible_gpus("4,,6,", 8), 2);
+    assert_int_equal(attest_engine_visible_gpus("GPU-aa11,GPU-bb22,GPU-cc33", 1), 3);
+}
+
+/* The --jobs default: one per visible GPU for device candidates (at least one, at most max),
+ * one per online core otherwise. */
+static void test_default_workers(void **state)
+{
+    (void)state;
+    const char *was = getenv("CUDA_VISIBLE_DEVICES");
+    char saved[256] = "";
+    if (was) snprintf(saved, sizeof saved, "%s", was);
+    setenv("CUDA_VISIBLE_DEVICES", "2,5,7", 1);
+    assert_int_equal(attest_engine_default_workers(1, 16), 3);
+    assert_int_equal(attest_engine_default_workers(1, 2), 2);
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    assert_int_equal(attest_engine_default_workers(1, 16), 1); /* none visible: one */
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    assert_true(cores >= 1);
+    assert_int_equal(attest_engine_default_workers(0, 4096), (uint32_t)cores);
+    assert_int_equal(attest_engine_default_workers(0, 1), 1);
+    assert_int_equal(attest_engine_default_workers(0, 0), 1);
+    if (was)
+        setenv("CUDA_VISIBLE_DEVICES", saved, 1);
+    else
+        unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_device),
         cmocka_unit_test(test_driver_count),
         cmocka_unit_test(test_visible_list),
+        cmocka_unit_test(test_visible_count),
+        cmocka_unit_test(test_default_workers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,11 @@
 int attest_engine_exit_status(const attest_engine_totals *t)
 {
     if (t->stop_signal) return 128 + t->stop_signal;
-    return t->failures || t->judged == 0 || t->interrupted ? 1 : 0;
+    /* A run whose every case the candidate declined (UNSUPPORTED) checked nothing either: a
+     * candidate that declines everything must not pass, as in `attest check`. */
+    const int checked_nothing =
+        t->judged == 0 || t->summary.verdicts[ATTEST_VERDICT_UNSUPPORTED] == t->judged;
+    return t->failures || checked_nothing || t->interrupted ? 1 : 0;
 }
 
 /* The campaign in progress, for exit_guard. */

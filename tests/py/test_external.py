@@ -117,6 +117,10 @@ def main():
     v = verdicts(out)
     check(rc == 0 and v.get("UNSUPPORTED", 0) > 0 and v.get("OK", 0) > 0,
           f"declines: exit {rc}, verdicts {v}")
+    # Declining every case checks nothing: exit 1, as `attest check` fails such a run.
+    rc, out, err, _ = fault_run("declines_all")
+    check(rc == 1 and verdicts(out).get("UNSUPPORTED") == 4 and "declined every case" in out,
+          f"declines_all: exit {rc}, expected 1 with 'declined every case'\n{out}")
 
     # 3. Faults are verdicts with the last lines of the process's output; one fault replaces the
     # process and the campaign goes on.

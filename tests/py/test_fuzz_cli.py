@@ -63,6 +63,29 @@ def main():
         m = re.search(r"attest fuzz: (\d+) cases in", out)
         check(m is not None and int(m.group(1)) >= 20, f"{cand}: too few cases judged\n{out}")
 
+    # --jobs left out: one job per online core for a host candidate, one per visible GPU for a
+    # device candidate (several processes on one GPU take turns at it).
+    cores = os.sysconf("SC_NPROCESSORS_ONLN")
+    rc, out, err = run("fuzz", "--engine", "search", "--candidate", "cpu-indexer", "--time", "0.5",
+                       "--seed", "1", "--out", os.path.join(tmp, "default-jobs.h5"))
+    check(rc == 0 and f"over {cores} job" in out,
+          f"fuzz without --jobs: exit {rc}, expected 'over {cores} job'\n{out}{err}")
+    if any(line.split()[:1] == ["cuda-indexer-paged"] for line in run("list")[1].splitlines()):
+        saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+        # cores + 1 GPUs named (none need exist): as many jobs, which no core count gives
+        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(cores + 1))
+        try:
+            rc, out, err = run("fuzz", "--engine", "search", "--candidate", "cuda-indexer-paged",
+                               "--time", "0.5", "--seed", "1",
+                               "--out", os.path.join(tmp, "device-jobs.h5"))
+        finally:
+            if saved is None:
+                del os.environ["CUDA_VISIBLE_DEVICES"]
+            else:
+                os.environ["CUDA_VISIBLE_DEVICES"] = saved
+        check(f"over {cores + 1} jobs" in out,
+              f"device candidate without --jobs: expected 'over {cores + 1} jobs'\n{out}{err}")
+
     # Bad input: one line, exit 2, nothing written.
     bad = [["--candidate", "cpu-indexer", "--time", "0"],
            ["--candidate", "cpu-indexer", "--jobs", "0"],

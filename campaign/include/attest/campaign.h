@@ -71,7 +71,8 @@ typedef struct attest_engine_totals {
 
 /* The exit status of a run: 128 + signal when a signal stopped it (never 0: an interrupted run
  * did not pass), 1 when a case failed, when nothing was judged (a --filter that matched no
- * case; `attest check` follows the same rule) or when --max-failures stopped it, else 0. */
+ * case, or every case declined as UNSUPPORTED; `attest check` follows the same rule) or when
+ * --max-failures stopped it, else 0. */
 int attest_engine_exit_status(const attest_engine_totals *t);
 
 /* Returns engine defaults: runner defaults, no results file, progress off, 20 failures printed. */
@@ -132,6 +133,16 @@ void attest_engine_absolute_spec(const char *spec, char *buf, size_t cap);
  * returns 1; returns 0 when no device is visible (nothing to set). */
 int attest_engine_worker_gpu(const char *visible, unsigned driver_gpus, uint32_t worker, char *buf,
                              size_t cap);
+
+/* The devices `--jobs` workers are spread over: the entries of $CUDA_VISIBLE_DEVICES (visible;
+ * NULL when unset) or, unset, the devices the driver lists. */
+unsigned attest_engine_visible_gpus(const char *visible, unsigned driver_gpus);
+
+/* The worker count a verb uses when `--jobs` is not given, between 1 and max: with a candidate
+ * that runs on a GPU (device != 0), one per visible GPU (several processes on one GPU take turns
+ * at it and run slower together); otherwise one per online core. Reads $CUDA_VISIBLE_DEVICES
+ * and /proc/driver/nvidia, never CUDA itself (the workers are forked after). */
+uint32_t attest_engine_default_workers(int device, uint32_t max);
 
 /* Writes the JSON summary of a finished run to path (NULL: nothing) and returns exit_code, or
  * ATTEST_EXIT_USAGE after a one-line error when it cannot be written. */

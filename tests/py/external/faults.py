@@ -73,6 +73,14 @@ def declines(t, p):
 declines.__attest__.supports = lambda p: p.b < 2
 
 
+@declare("declines_all")
+def declines_all(t, p):
+    compute(t, p)
+
+
+declines_all.__attest__.supports = lambda p: False
+
+
 def not_declared(t, p):
     compute(t, p)
 
