@@ -327,6 +327,13 @@ static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char 
         return ATTEST_EXIT_USAGE;
     }
     int exit_code = t.findings ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    if (!t.findings && !t.interrupted && t.rows > 0 && t.declined == t.rows) {
+        /* A device candidate on a host without a GPU declines every case: nothing was checked,
+         * which must not read as a pass (as in attest run and attest check). */
+        printf("result: FAIL (nothing was checked: the candidate declined every case "
+               "(UNSUPPORTED))\n");
+        exit_code = ATTEST_EXIT_FAILED;
+    }
     if (t.findings) {
         printf("time to first finding: %.3f s (%" PRIu64 " execs)\n", t.first_finding_s,
                t.first_finding_execs);

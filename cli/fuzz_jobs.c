@@ -135,7 +135,7 @@ int fuzz_jobs_merge(attest_status run_status, const fuzz_jobs_result *r, int32_t
     lo.seed = seed;
     *rows = 0;
     attest_status st = run_status;
-    if (st == ATTEST_OK) st = attest_lf_merge(&lo, out, command_line, r->interrupted, rows);
+    if (st == ATTEST_OK) st = attest_lf_merge(&lo, out, command_line, r->interrupted, rows, NULL);
     if (st != ATTEST_OK || r->errors)
         return attest_cli_usage_error("fuzz", "%s (scratch folder kept: %s)",
                                       st != ATTEST_OK ? attest_last_error()

@@ -432,9 +432,10 @@ attest_status attest_lf_run(const attest_lf_options *opt, FILE *progress_out, at
 }
 
 attest_status attest_lf_merge(const attest_lf_options *opt, const char *out, const char *command_line,
-                              int interrupted, uint64_t *rows)
+                              int interrupted, uint64_t *rows, uint64_t *declined)
 {
     *rows = 0;
+    if (declined) *declined = 0;
     attest_results_writer *w = NULL;
     attest_status st = ATTEST_OK;
     for (int32_t i = 0; i < opt->jobs && st == ATTEST_OK; i++) {
@@ -458,6 +459,7 @@ attest_status attest_lf_merge(const attest_lf_options *opt, const char *out, con
             st = attest_results_next(r, &rec, &has_repro, &done);
             if (st != ATTEST_OK || done) break;
             const uint64_t id = rec.case_id;
+            if (declined && rec.verdict == ATTEST_VERDICT_UNSUPPORTED) ++*declined;
             attest_case c;
             memset(&c, 0, sizeof c);
             const int with_case = has_repro && attest_results_load_repro(r, id, &c) == ATTEST_OK;
@@ -480,7 +482,8 @@ attest_status attest_lf_run_merge(const attest_lf_options *opt, const char *out,
 {
     ATTEST_FORWARD(attest_lf_run(opt, stderr, t));
     uint64_t rows = 0;
-    ATTEST_FORWARD(attest_lf_merge(opt, out, command_line, t->interrupted, &rows));
+    ATTEST_FORWARD(attest_lf_merge(opt, out, command_line, t->interrupted, &rows, &t->declined));
+    t->rows = rows;
     const double rate = t->seconds > 0 ? (double)t->execs / t->seconds : 0.0;
     printf("attest fuzz: %" PRIu64 " execs (%" PRIu64 " judged) in %.2f s (%.0f exec/s over %d "
            "job%s), cov %" PRIu64 ", ft %" PRIu64 ", semantic classes %" PRIu64 "/%d, %d "

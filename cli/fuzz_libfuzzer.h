@@ -45,6 +45,7 @@ typedef struct attest_lf_totals {
     char finding[ATTEST_LF_MAX_FINDINGS][4096]; /* their paths (crash-*, timeout-*, ...) */
     char finding_log[ATTEST_LF_MAX_FINDINGS][4096];
     int interrupted;                 /* SIGINT or SIGTERM reached the driver */
+    uint64_t rows, declined;         /* rows merged into the results file; of them UNSUPPORTED */
 } attest_lf_totals;
 
 /* Runs the campaign until opt->time passes, a job stops on an input (the others are then
@@ -56,10 +57,10 @@ attest_status attest_lf_run(const attest_lf_options *opt, FILE *progress_out,
 /* Merges the jobs' results files of the workdir, in job order with case ids renumbered, into
  * `out` (created; command_line recorded as provenance; closed as interrupted when a signal
  * stopped the campaign, else complete: a finding ends a search normally). *rows receives the
- * rows merged. */
+ * rows merged, *declined (when not NULL) those of them the candidate declined (UNSUPPORTED). */
 attest_status attest_lf_merge(const attest_lf_options *opt, const char *out,
-                              const char *command_line, int interrupted,
-                              uint64_t *rows) ATTEST_MUST_CHECK;
+                              const char *command_line, int interrupted, uint64_t *rows,
+                              uint64_t *declined) ATTEST_MUST_CHECK;
 
 /* A whole campaign of the verb: attest_lf_run (progress on stderr), attest_lf_merge into out,
  * then its summary on stdout (execs, coverage, semantic classes, findings, rows merged). */

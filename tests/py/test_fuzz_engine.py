@@ -102,6 +102,24 @@ def main():
                 continue
             check(n >= 25, f"{cand} ({mode}): only {n} semantic classes reached")
 
+    # A candidate that declines every case (a GPU candidate on a host without one does) checked
+    # nothing: exit 1 with the reason, never a pass.
+    try:
+        import numpy  # noqa: F401  (the external candidate's runtime)
+        have_numpy = True
+    except ImportError:
+        have_numpy = False
+    if have_numpy:
+        faults = os.path.join(os.environ.get("ATTEST_SOURCE_DIR", os.path.join(
+            os.path.dirname(__file__), "..", "..")), "tests", "py", "external", "faults.py")
+        d = os.path.join(tmp, "declines_all")
+        os.mkdir(d)
+        rc, out, err = run("fuzz", "--engine", "libfuzzer", *fuzzer("indexer"), "--candidate",
+                           f"py:{faults}:declines_all", "--time", "5", "--jobs", "1", "--seed",
+                           "1", "--findings", d, "--out", os.path.join(d, "r.h5"))
+        check(rc == 1 and "declined every case" in out and ", 0 findings" in out,
+              f"declines_all: fuzz exit {rc}, expected 1 with 'declined every case'\n{out}{err}")
+
     # Bad input: one line, exit 2, nothing written.
     bad = [["--engine", "libfuzzer", "--candidate", "cpu-topk", "--max-len", "64"],
            ["--engine", "fast", "--candidate", "cpu-indexer"],
