@@ -51,8 +51,8 @@ set_tests_properties(test_fuzz_engine PROPERTIES FIXTURES_REQUIRED fuzz_engine
 # nested suite's own slow end-to-end test is left to the fuzz builds (test_fuzz_engine above).
 if(ATTEST_HAVE_CUDA)
   add_test(NAME fuzz_cuda_preset_build
-    COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_SOURCE_DIR} -DBIN=${CMAKE_BINARY_DIR}/fuzz-cuda
-            -P ${CMAKE_SOURCE_DIR}/cmake/FuzzCudaBuild.cmake)
+    COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_SOURCE_DIR} -DPRESET=fuzz-cuda
+            -DBIN=${CMAKE_BINARY_DIR}/fuzz-cuda -P ${CMAKE_SOURCE_DIR}/cmake/PresetBuild.cmake)
   set_tests_properties(fuzz_cuda_preset_build PROPERTIES LABELS "slow" TIMEOUT 2400
     FIXTURES_SETUP fuzz_cuda_preset)
   add_test(NAME fuzz_cuda_preset_tests
