@@ -46,6 +46,22 @@ typedef struct plain {
     double sum_sq_diff, sum_sq_ref, sum_sq_both, sum_sq_tol;
 } plain;
 
+/* The element tolerance as first written (compare.h): bound_factor * B plus half a step of the
+ * dtype at |r| + bound_factor * B, the step from frexp, a non-finite bound infinite. */
+static double plain_tolerance(const attest_tolerance *tol, attest_dtype dt, double r, double b)
+{
+    const double kb = tol->bound_factor * (isfinite(b) ? b : INFINITY);
+    if (!isfinite(kb)) return INFINITY;
+    const double x = fabs(r) + kb;
+    int e = -126;
+    if (x > 0 && isfinite(x)) {
+        int fe;
+        (void)frexp(x, &fe); /* x = f 2^fe, f in [0.5, 1): floor(log2 x) = fe - 1 */
+        if (fe - 1 > e) e = fe - 1;
+    }
+    return kb + 0.5 * ldexp(1.0, e - (dt == ATTEST_DTYPE_BF16 ? 7 : 23));
+}
+
 static int cls(double x) { return isnan(x) ? 3 : isinf(x) ? (x > 0 ? 1 : 2) : 0; }
 
 /* The comparison loop as first written (bounds on when bound != NULL). */
@@ -88,7 +104,7 @@ static plain oracle(const double *ref, const double *bound, const void *cand, at
         const double diff = c - r, ad = fabs(diff);
         double t;
         if (bound != NULL) {
-            t = attest_element_tolerance(tol, dt, r, bound[i]);
+            t = plain_tolerance(tol, dt, r, bound[i]);
             if (fabs(r) > t) p.informative = 1;
             if (t > p.atol_eff) p.atol_eff = t;
             p.sum_sq_tol += isfinite(t) ? t * t : INFINITY;
@@ -226,12 +242,14 @@ static void test_matches_plain_loop(void **state)
             default: c = r * (1 + (unit() - 0.5) * 1e-2);
             }
             double b;
-            switch (next() % 9) {
+            switch (next() % 10) {
             case 0: b = 0; break;
             case 1: b = INFINITY; break;
             case 2: b = NAN; break;
             case 3: b = -fabs(r) * unit(); break;           /* a non-positive tolerance */
             case 4: b = 1e-320; break;
+            case 5: b = (next() & 1) ? 1e308 : 1e300;        /* |r| + kb near overflow */
+                break;
             default: b = fabs(r) * 1e-3 * unit();
             }
             ref[i] = r;
@@ -253,6 +271,12 @@ static void test_matches_plain_loop(void **state)
         tol.atol_ref_scale = (trial & 16) ? 1e-4 : 0;
         tol.bound_factor = (trial & 32) ? 0.0 : 1.5;
         const uint8_t *mk = (trial & 2) ? mask : NULL;
+        for (size_t i = 0; i < n; i++)
+            for (int f32 = 0; f32 < 2; f32++) {
+                const attest_dtype dt = f32 ? ATTEST_DTYPE_F32 : ATTEST_DTYPE_BF16;
+                same(attest_element_tolerance(&tol, dt, ref[i], bound[i]),
+                     plain_tolerance(&tol, dt, ref[i], bound[i]), "element tolerance", trial);
+            }
         check(ref, bound, cb, ATTEST_DTYPE_BF16, n, mk, 0x7FC1u, &tol, trial);
         check(ref, bound, cf, ATTEST_DTYPE_F32, n, mk, 0x7FC0DEADu, &tol, trial);
         check(ref, NULL, cb, ATTEST_DTYPE_BF16, n, mk, 0x7FC1u, &tol, trial);

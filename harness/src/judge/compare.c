@@ -3,7 +3,6 @@
  */
 #include "attest/compare.h"
 
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,34 +127,41 @@ static double code_distance(double r, uint32_t cbits, attest_dtype dtype)
     return (double)(d < 0 ? -d : d);
 }
 
-/* One step (unit in the last place) of dtype at magnitude x >= 0, subnormal steps included:
- * 2^(max(floor(log2 x), -126) - mant), from the double's exponent bits (frexp and ldexp were a
- * library call each per element). A double subnormal lies far below 2^-126; every result is a
- * normal double, 2^-149 to 2^1016. */
-static double dtype_step(attest_dtype dtype, double x)
+/* The exponent bits of one step (unit in the last place) of a dtype with `mant` mantissa bits at
+ * magnitude x, subnormal steps included: 2^(max(floor(log2 x), -126) - mant), taken from the
+ * double's exponent bits as an integer max (frexp and ldexp were a library call each per
+ * element; the branches on the exponent after them were a dozen instructions more). x that is
+ * not positive and finite (0, negative, inf, NaN) gets the smallest, 2^(-126 - mant), as does a
+ * double subnormal, which lies far below 2^-126. `less` lowers the exponent further (1: half a
+ * step, exactly, as a power of two). Every result is a normal double, 2^-150 to 2^1016. */
+static inline double step_at(int mant, int less, double x)
 {
-    const int mant = dtype == ATTEST_DTYPE_BF16 ? 7 : 23;
-    const int min_exp = -126; /* both share float32's exponent range */
-    int e = min_exp;
-    if (x > 0 && isfinite(x)) {
-        uint64_t bits;
-        memcpy(&bits, &x, sizeof bits);
-        const int biased = (int)((bits >> 52) & 0x7FFu);
-        if (biased != 0 && biased - 1023 > min_exp) e = biased - 1023;
-    }
-    const uint64_t step = (uint64_t)(e - mant + 1023) << 52;
+    const uint64_t exp_mask = UINT64_C(0x7FF0000000000000);
+    const uint64_t min_exp = (uint64_t)(1023 - 126) << 52; /* float32's exponent range */
+    int64_t sx;
+    memcpy(&sx, &x, sizeof sx);
+    uint64_t e = sx > 0 && sx < (int64_t)exp_mask ? (uint64_t)sx & exp_mask : 0;
+    if (e < min_exp) e = min_exp;
+    const uint64_t step = e - ((uint64_t)(mant + less) << 52);
     double out;
     memcpy(&out, &step, sizeof out);
     return out;
 }
 
-/* attest_element_tolerance, inline in the comparison loop (a call per judged element). */
+static inline int dtype_mant(attest_dtype dtype) { return dtype == ATTEST_DTYPE_BF16 ? 7 : 23; }
+
+static double dtype_step(attest_dtype dtype, double x) { return step_at(dtype_mant(dtype), 0, x); }
+
+/* attest_element_tolerance, inline in the comparison loop (a call per judged element). A
+ * non-finite bound makes bound_factor * b infinite or NaN, as the product overflowing does:
+ * each gives an infinite tolerance. Half a step is the step's power of two one lower, exactly
+ * 0.5 * step. */
 static inline double element_tolerance_k(double bound_factor, attest_dtype dtype, double r,
                                          double b)
 {
-    const double kb = bound_factor * (isfinite(b) ? b : INFINITY);
+    const double kb = bound_factor * b;
     if (!isfinite(kb)) return INFINITY;
-    return kb + 0.5 * dtype_step(dtype, fabs(r) + kb);
+    return kb + step_at(dtype_mant(dtype), 1, fabs(r) + kb);
 }
 
 static inline double element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r,
@@ -208,7 +214,12 @@ typedef struct compare_acc {
  * third of the loop; the running maxima rarely move, so most elements skip both. */
 static inline int quotient_at_most(double a, double p)
 {
-    return p >= 0x1p-1000 && p <= DBL_MAX && a <= p;
+    /* p in [2^-1000, DBL_MAX] as one unsigned range test of its bits (NaN and negatives fall
+     * outside) */
+    const uint64_t lo = (uint64_t)(1023 - 1000) << 52, hi = UINT64_C(0x7FEFFFFFFFFFFFFF);
+    uint64_t bits;
+    memcpy(&bits, &p, sizeof bits);
+    return bits - lo <= hi - lo && a <= p;
 }
 #define QUOTIENT_MARGIN (1.0 - 0x1p-40)
 
@@ -257,9 +268,9 @@ compare_loop(const compare_in *in, compare_acc *out, attest_dtype dtype, int use
         double t;
         if (use_bounds) {
             t = element_tolerance_k(bound_factor, dtype, r, bound[i]);
-            if (fabs(r) > t) a.informative = 1;
+            a.informative |= fabs(r) > t; /* no branch: it goes either way element by element */
             if (t > a.atol_eff) a.atol_eff = t;
-            a.sum_sq_tol += isfinite(t) ? t * t : INFINITY;
+            a.sum_sq_tol += t * t; /* t is finite or +inf, never NaN: inf * inf is inf */
         } else {
             t = fmax(atol, rtol * fabs(r));
         }
