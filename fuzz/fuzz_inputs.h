@@ -85,7 +85,10 @@ typedef struct fuzz_pool_copy {
 typedef struct fuzz_workspace {
     void *block;
     size_t cap;
-    fuzz_pool_copy pool[2]; /* the main and the extra pool */
+    fuzz_pool_copy pool[2]; /* the main and the extra pool, held sparsely */
+    /* The main and the extra pool held densely, written: their copies in block (map points
+     * there; not a mapping of their own), kept for the next decode of the same case as above. */
+    fuzz_pool_copy dense[2];
 } fuzz_workspace;
 
 /* fuzz_decode into ws's storage: *out's tensors point into ws, or, for a cache no operation

@@ -211,15 +211,25 @@ static void *own_sparse_pool(attest_tensor *t, size_t i)
 
 static void *writable(attest_tensor *t, int tracked);
 
+/* The record of where tensor i's own copy differs from the cached case: a sparse pool's
+ * reservation, a dense pool's copy in the workspace block, NULL for any other tensor. */
+static fuzz_pool_copy *copy_record(const attest_case *c, size_t i)
+{
+    const unsigned pool = attest_case_tensor_pool(c, i);
+    if (pool == 0) return NULL;
+    const int k = pool == ATTEST_POOL_EXTRA;
+    if (sparse_pool(c, i)) return &decoding.ws->pool[k];
+    return shared_by_default(&c->tensors[i]) ? &decoding.ws->dense[k] : NULL;
+}
+
 void *fuzz_writable_range(attest_tensor *t, uint64_t at, uint64_t len)
 {
     uint8_t *own = writable(t, 1);
     attest_case *c = decoding.c;
     if (c == NULL || t < c->tensors || t >= c->tensors + c->num_tensors) return own;
     const size_t i = (size_t)(t - c->tensors);
-    if (!sparse_pool(c, i)) return own;
-    fuzz_pool_copy *p = &decoding.ws->pool[attest_case_tensor_pool(c, i) == ATTEST_POOL_EXTRA];
-    if (p->num_written > FUZZ_POOL_WRITES) return own;
+    fuzz_pool_copy *p = copy_record(c, i);
+    if (p == NULL || p->num_written > FUZZ_POOL_WRITES) return own;
     if (at > t->nbytes) at = t->nbytes;
     if (len > t->nbytes - at) len = t->nbytes - at;
     if (p->num_written > 0) { /* the same page again (an operation's several writes to it) */
@@ -253,10 +263,29 @@ static void *writable(attest_tensor *t, int tracked)
         return own;
     }
     void *own = (uint8_t *)decoding.ws->block + decoding.offset[i];
+    fuzz_pool_copy *p = copy_record(c, i);
     if (t->data != own) {
-        if (t->nbytes) memcpy(own, t->data, t->nbytes);
+        /* A pool's copy is kept in the block from decode to decode: when it still holds this
+         * generated case but for the ranges written since, only those are copied back (as
+         * own_sparse_pool does). Copying the whole pool for a write of a few bytes was a tenth
+         * of a decode exec. copy_into forgets the copy when another case takes the block. */
+        const uint8_t *from = t->data;
+        if (p != NULL && p->owner == decoding.base_id && p->map == own && p->bytes == t->nbytes &&
+            p->num_written <= FUZZ_POOL_WRITES) {
+            for (uint32_t k = 0; k < p->num_written; k++)
+                memcpy((uint8_t *)own + p->written[k][0], from + p->written[k][0], p->written[k][1]);
+        } else if (t->nbytes) {
+            memcpy(own, from, t->nbytes);
+        }
+        if (p != NULL) {
+            p->map = own;
+            p->bytes = t->nbytes;
+            p->owner = decoding.base_id;
+            p->num_written = 0;
+        }
         t->data = own;
     }
+    if (p != NULL && !tracked) p->num_written = FUZZ_POOL_WRITES + 1;
     return own;
 }
 
@@ -270,7 +299,11 @@ static attest_status copy_into(fuzz_workspace *ws, const attest_case *base, uint
     size_t total = 0;
     for (size_t i = 0; i < base->num_tensors; i++)
         if (!sparse_pool(base, i)) total += aligned(base->tensors[i].nbytes);
+    /* The block's pool copies hold base's bytes only if the last case to use it was base. */
+    for (int k = 0; k < 2; k++)
+        if (ws->dense[k].owner != base_id) memset(&ws->dense[k], 0, sizeof ws->dense[k]);
     if (total > ws->cap || ws->block == NULL) {
+        memset(ws->dense, 0, sizeof ws->dense);
         free(ws->block);
         ws->block = NULL;
         ws->cap = 0;
@@ -385,6 +418,7 @@ attest_status fuzz_decode_reuse(fuzz_workspace *ws, attest_kernel kernel, const 
 void fuzz_workspace_free(fuzz_workspace *ws)
 {
     unmap_pools(ws);
+    memset(ws->dense, 0, sizeof ws->dense);
     free(ws->block);
     ws->block = NULL;
     ws->cap = 0;

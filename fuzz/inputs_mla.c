@@ -76,6 +76,15 @@ static uint8_t *pool_page_w(const scope *s, uint64_t page)
     return (uint8_t *)fuzz_writable_range(s->pool_t, page * stride, stride) + page * stride;
 }
 
+/* Page `page` of the pool, for an operation that writes bytes [at, at + len) of it alone: the
+ * next decode of the case copies back just those (a page is tens of KB; most operations write
+ * one value). */
+static uint8_t *pool_bytes_w(const scope *s, uint64_t page, uint64_t at, uint64_t len)
+{
+    const uint64_t stride = s->layout.page_stride;
+    return (uint8_t *)fuzz_writable_range(s->pool_t, page * stride + at, len) + page * stride;
+}
+
 /* A bf16 pattern below 2^max_exp in magnitude, or NaN; infinities fold into the range. */
 static uint16_t bf16_in_range(uint16_t v, unsigned max_exp)
 {
@@ -101,14 +110,15 @@ static void mutate_token(const scope *s, fuzz_input *in, int field)
 {
     const attest_layout *L = &s->layout;
     int64_t t = pick_token(s, in);
-    uint8_t *page = pool_page_w(s, (uint64_t)(t / L->page_size));
+    const uint64_t pg = (uint64_t)(t / L->page_size);
     attest_token_offsets o;
     if (attest_layout_token_offsets(L, (uint32_t)(t % L->page_size), &o) != ATTEST_OK) abort();
     if (field == 0) { /* an fp8 element: any of the 256 patterns */
         const uint64_t d = fuzz_head_uint(in, 2) % L->fp8_dim;
-        page[o.fp8 + d] = (uint8_t)fuzz_head_uint(in, 1);
+        pool_bytes_w(s, pg, o.fp8 + d, 1)[o.fp8 + d] = (uint8_t)fuzz_head_uint(in, 1);
     } else if (field == 1) { /* a scale */
-        uint8_t *at = page + o.scale[fuzz_head_uint(in, 1) % L->num_scales];
+        const uint64_t off = o.scale[fuzz_head_uint(in, 1) % L->num_scales];
+        uint8_t *at = pool_bytes_w(s, pg, off, L->scale_format == ATTEST_SCALE_UE8M0 ? 1 : 4) + off;
         if (L->scale_format == ATTEST_SCALE_UE8M0) {
             uint8_t b = (uint8_t)fuzz_head_uint(in, 1);
             *at = b == 0xFF ? b : (uint8_t)(b % (UE8M0_MAX_BYTE + 1));
@@ -128,11 +138,12 @@ static void mutate_token(const scope *s, fuzz_input *in, int field)
         }
     } else { /* a rope element (layouts without rope get an fp8 byte instead) */
         if (L->rope_dim == 0) {
-            page[o.fp8] = (uint8_t)fuzz_head_uint(in, 1);
+            pool_bytes_w(s, pg, o.fp8, 1)[o.fp8] = (uint8_t)fuzz_head_uint(in, 1);
             return;
         }
         uint16_t v = bf16_in_range((uint16_t)fuzz_head_uint(in, 2), ROPE_MAX_EXP);
-        uint8_t *at = page + o.rope + 2 * (fuzz_head_uint(in, 1) % L->rope_dim);
+        const uint64_t off = o.rope + 2 * (fuzz_head_uint(in, 1) % L->rope_dim);
+        uint8_t *at = pool_bytes_w(s, pg, off, 2) + off;
         at[0] = (uint8_t)v; /* little-endian, as the layout stores it */
         at[1] = (uint8_t)(v >> 8);
     }
@@ -143,16 +154,18 @@ static void mutate_padding(const scope *s, fuzz_input *in)
 {
     const attest_layout *L = &s->layout;
     int64_t t = pick_token(s, in);
-    uint8_t *page = pool_page_w(s, (uint64_t)(t / L->page_size));
+    const uint64_t pg = (uint64_t)(t / L->page_size);
     uint64_t spare = L->page_stride - L->page_payload;
     uint8_t v = (uint8_t)fuzz_head_uint(in, 1);
     uint32_t r = (uint32_t)fuzz_head_uint(in, 2);
     attest_token_offsets o;
     if (attest_layout_token_offsets(L, (uint32_t)(t % L->page_size), &o) != ATTEST_OK) abort();
-    if ((r & 1) && o.pad_bytes > 0)
-        page[o.pad] = v;
-    else if (spare > 0)
-        page[L->page_payload + (r >> 1) % spare] = v;
+    if ((r & 1) && o.pad_bytes > 0) {
+        pool_bytes_w(s, pg, o.pad, 1)[o.pad] = v;
+    } else if (spare > 0) {
+        const uint64_t off = L->page_payload + (r >> 1) % spare;
+        pool_bytes_w(s, pg, off, 1)[off] = v;
+    }
 }
 
 static void mutate_index(const scope *s, fuzz_input *in)

@@ -283,6 +283,101 @@ static void test_reused_sparse_pool_forgets_writes(void **state)
     attest_case_free(&alone);
 }
 
+/* token_write_input without a moved pool (knobs 0: the pool is dense). */
+static size_t dense_token_input(uint8_t *buf, uint32_t t, uint8_t value, uint64_t seed)
+{
+    const uint8_t head[] = {0, 0, (uint8_t)t, (uint8_t)(t >> 8), (uint8_t)(t >> 16),
+                            (uint8_t)(t >> 24), 0, 0, value};
+    return make_input(buf, head, sizeof head, 0, seed);
+}
+
+/* Decoding buf into the reused workspace gives every tensor's bytes that decoding it alone
+ * gives. */
+static void reuse_matches_alone(fuzz_workspace *ws, const uint8_t *buf, size_t n)
+{
+    attest_case alone, c;
+    int valid = 0, valid_reuse = 0;
+    assert_ok(fuzz_decode(ATTEST_KERNEL_MLA_DECODE, buf, n, &alone, &valid));
+    assert_ok(fuzz_decode_reuse(ws, ATTEST_KERNEL_MLA_DECODE, buf, n, &c, &valid_reuse));
+    assert_int_equal(valid, valid_reuse);
+    assert_int_equal(c.num_tensors, alone.num_tensors);
+    for (size_t i = 0; i < c.num_tensors; i++) {
+        assert_int_equal(c.tensors[i].nbytes, alone.tensors[i].nbytes);
+        if (alone.tensors[i].role != ATTEST_ROLE_OUTPUT && alone.tensors[i].nbytes > 0)
+            assert_memory_equal(c.tensors[i].data, alone.tensors[i].data, alone.tensors[i].nbytes);
+    }
+    attest_case_free(&c);
+    if (valid) attest_case_free(&alone);
+}
+
+/* A dense pool's copy in a reused workspace is kept from one decode of a generated case to the
+ * next and only the ranges written since are copied back: inputs writing tokens a and b (the
+ * last page), c (the first), nothing, cases of other seeds taking the block (one writing its
+ * pool, one only its other tensors, over this pool's copy), and a and b again, in turn, each
+ * decode as decoding it alone gives (a copy-back that missed a range or outlived another case
+ * shows here). */
+static void test_reused_dense_pool_forgets_writes(void **state)
+{
+    (void)state;
+    int overlapped = 0;
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        uint8_t probe[64], none[1] = {0};
+        attest_case plain;
+        int valid = 0;
+        assert_ok(fuzz_decode(ATTEST_KERNEL_MLA_DECODE, probe, make_input(probe, none, 0, 0, seed),
+                              &plain, &valid));
+        assert_int_equal(valid, 1);
+        assert_int_equal(plain.sparse_pools, 0);
+        const uint32_t P = (uint32_t)plain.params.mla.page_size;
+        const uint32_t pages = (uint32_t)plain.params.mla.num_pages, tokens = pages * P;
+        const size_t last_page = (size_t)(pages - 1) * (size_t)plain.params.mla.page_stride;
+        const size_t pool_bytes = attest_case_tensor(&plain, "cache_bytes")->nbytes;
+        attest_case_free(&plain);
+        /* a and b on the last page, c on the first: the last page's copy-backs leave the rest */
+        const uint32_t a = tokens - 1, b = tokens - 2, c = 1;
+        uint8_t in_a[64], in_a2[64], in_b[64], in_c[64], in_none[64], in_other[64];
+        const size_t na = dense_token_input(in_a, a, 0x7F, seed);
+        const size_t na2 = dense_token_input(in_a2, a, 0x11, seed);
+        const size_t nb = dense_token_input(in_b, b, 0x7E, seed);
+        const size_t nc = dense_token_input(in_c, c, 0x7D, seed);
+        const size_t nn = make_input(in_none, none, 0, 0, seed);
+        const size_t no = dense_token_input(in_other, 1, 0x7F, seed + 100);
+        /* Another case that writes no pool, only the rest of the block, over this case's pool
+         * copy before its last page: its tensors (pool included) end there. */
+        uint8_t in_over[64];
+        size_t nover = 0;
+        for (uint64_t s2 = seed + 200; nover == 0 && s2 < seed + 300; s2++) {
+            attest_case o;
+            const size_t n2 = make_input(in_over, none, 0, 0, s2);
+            assert_ok(fuzz_decode(ATTEST_KERNEL_MLA_DECODE, in_over, n2, &o, &valid));
+            assert_int_equal(valid, 1);
+            size_t total = 0;
+            for (size_t i = 0; i < o.num_tensors; i++) total += (o.tensors[i].nbytes + 255) / 256 * 256;
+            const size_t own_pool = attest_case_tensor(&o, "cache_bytes")->nbytes;
+            if (!o.sparse_pools && own_pool < pool_bytes && total <= last_page) nover = n2;
+            attest_case_free(&o);
+        }
+        overlapped += nover > 0;
+        fuzz_workspace ws;
+        memset(&ws, 0, sizeof ws);
+        for (int round = 0; round < 2; round++) {
+            reuse_matches_alone(&ws, in_a, na);
+            reuse_matches_alone(&ws, in_b, nb);
+            reuse_matches_alone(&ws, in_none, nn);
+            reuse_matches_alone(&ws, in_a2, na2);
+            reuse_matches_alone(&ws, in_c, nc);
+            reuse_matches_alone(&ws, in_b, nb);
+            reuse_matches_alone(&ws, in_other, no);
+            reuse_matches_alone(&ws, in_a, na);
+            if (nover) reuse_matches_alone(&ws, in_over, nover);
+            reuse_matches_alone(&ws, in_b, nb);
+            reuse_matches_alone(&ws, in_none, nn);
+        }
+        fuzz_workspace_free(&ws);
+    }
+    assert_true(overlapped > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_mutator_keeps_inputs_decodable),
         cmocka_unit_test(test_mla_read_past_2g_feature),
         cmocka_unit_test(test_reused_sparse_pool_forgets_writes),
+        cmocka_unit_test(test_reused_dense_pool_forgets_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

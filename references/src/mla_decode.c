@@ -497,9 +497,11 @@ static attest_status mla_scratch_take(mla_scratch *s, int64_t max_keys, int32_t 
     const size_t need = n_keys + n_kt + (size_t)MLA_HEAD_GROUP * (size_t)dqk + 3 * n_rows +
                         s->ls + 2 * dvs;
     double *at;
+    int fresh = 0; /* a new or grown block: kt's padding lanes are zeroed once */
     if (need > MLA_SCRATCH_KEEP / sizeof(double)) {
         at = s->owned = malloc(need * sizeof *at);
         ATTEST_RETURN_IF(at == NULL, ATTEST_ERR_OUT_OF_MEMORY, "mla reference: out of memory");
+        fresh = 1;
     } else {
         if (need > mla_scratch_cache.cap) {
             double *grown = realloc(mla_scratch_cache.block, need * sizeof *grown);
@@ -507,11 +509,17 @@ static attest_status mla_scratch_take(mla_scratch *s, int64_t max_keys, int32_t 
                              "mla reference: out of memory");
             mla_scratch_cache.block = grown;
             mla_scratch_cache.cap = need;
+            fresh = 1;
         }
         at = mla_scratch_cache.block;
     }
-    s->keys = at, at += n_keys;
+    /* kt first, at the block's start whatever the shape: its lanes past a query's keys are
+     * never stored (mla_transpose_keys), so they hold zeros or key values of an earlier query or
+     * call (dequantized or float32 values: normal doubles, infinities or NaN, no operand that is
+     * slow to multiply), never the heap's leftovers or another array's values. */
     s->kt = at, at += n_kt;
+    if (fresh) memset(s->kt, 0, n_kt * sizeof *s->kt);
+    s->keys = at, at += n_keys;
     s->q = at, at += (size_t)MLA_HEAD_GROUP * (size_t)dqk;
     s->scores = at, at += n_rows;
     s->absdots = at, at += n_rows;
@@ -524,9 +532,13 @@ static attest_status mla_scratch_take(mla_scratch *s, int64_t max_keys, int32_t 
 
 static void mla_scratch_done(mla_scratch *s) { free(s->owned); }
 
-/* keys [n][d_qk] into kt's dim-major blocks, the lanes past n zero. Written a block row (16
- * lanes, 128 bytes) at a time: walking key by key stored every element into another of the
- * block's d_qk lines (64 KB, more than L1), a third of a small decode case's reference time. */
+/* keys [n][d_qk] into kt's dim-major blocks. Written a block row (16 lanes, 128 bytes) at a
+ * time: walking key by key stored every element into another of the block's d_qk lines (64 KB,
+ * more than L1), a third of a small decode case's reference time. The lanes past n are left as
+ * they are: mla_score_block computes every lane on its own (lane-wise IEEE operations) and only
+ * the n real ones are stored, so what they hold changes no result. Zeroing them was a memset
+ * per dim (d_qk per query, most of a block when n is small: 50 KB for 5 keys), the reference's
+ * largest memset; they hold zeros (mla_scratch_take) or the keys of an earlier query. */
 static void mla_transpose_keys(const double *keys, size_t n, int32_t dqk, double *kt)
 {
     for (size_t kb = 0; kb < n; kb += MLA_KEY_BLOCK) {
@@ -535,9 +547,7 @@ static void mla_transpose_keys(const double *keys, size_t n, int32_t dqk, double
         double *blk = kt + kb * (size_t)dqk;
         for (int32_t d = 0; d < dqk; d++) {
             double *row = blk + (size_t)d * MLA_KEY_BLOCK;
-            size_t j = 0;
-            for (; j < nb; j++) row[j] = src[j * (size_t)dqk + (size_t)d];
-            for (; j < MLA_KEY_BLOCK; j++) row[j] = 0.0;
+            for (size_t j = 0; j < nb; j++) row[j] = src[j * (size_t)dqk + (size_t)d];
         }
     }
 }

@@ -127,34 +127,47 @@ static double code_distance(double r, uint32_t cbits, attest_dtype dtype)
     return (double)(d < 0 ? -d : d);
 }
 
-/* One step (unit in the last place) of dtype at magnitude x >= 0, subnormal steps included:
- * 2^(max(floor(log2 x), -126) - mant), from the double's exponent bits (frexp and ldexp were a
- * library call each per element). A double subnormal lies far below 2^-126; every result is a
- * normal double, 2^-149 to 2^1016. */
-static double dtype_step(attest_dtype dtype, double x)
+/* The exponent bits of one step (unit in the last place) of a dtype with `mant` mantissa bits at
+ * magnitude x, subnormal steps included: 2^(max(floor(log2 x), -126) - mant), taken from the
+ * double's exponent bits as an integer max (frexp and ldexp were a library call each per
+ * element; the branches on the exponent after them were a dozen instructions more). x that is
+ * not positive and finite (0, negative, inf, NaN) gets the smallest, 2^(-126 - mant), as does a
+ * double subnormal, which lies far below 2^-126. `less` lowers the exponent further (1: half a
+ * step, exactly, as a power of two). Every result is a normal double, 2^-150 to 2^1016. */
+static inline double step_at(int mant, int less, double x)
 {
-    const int mant = dtype == ATTEST_DTYPE_BF16 ? 7 : 23;
-    const int min_exp = -126; /* both share float32's exponent range */
-    int e = min_exp;
-    if (x > 0 && isfinite(x)) {
-        uint64_t bits;
-        memcpy(&bits, &x, sizeof bits);
-        const int biased = (int)((bits >> 52) & 0x7FFu);
-        if (biased != 0 && biased - 1023 > min_exp) e = biased - 1023;
-    }
-    const uint64_t step = (uint64_t)(e - mant + 1023) << 52;
+    const uint64_t exp_mask = UINT64_C(0x7FF0000000000000);
+    const uint64_t min_exp = (uint64_t)(1023 - 126) << 52; /* float32's exponent range */
+    int64_t sx;
+    memcpy(&sx, &x, sizeof sx);
+    uint64_t e = sx > 0 && sx < (int64_t)exp_mask ? (uint64_t)sx & exp_mask : 0;
+    if (e < min_exp) e = min_exp;
+    const uint64_t step = e - ((uint64_t)(mant + less) << 52);
     double out;
     memcpy(&out, &step, sizeof out);
     return out;
 }
 
-/* attest_element_tolerance, inline in the comparison loop (a call per judged element). */
+static inline int dtype_mant(attest_dtype dtype) { return dtype == ATTEST_DTYPE_BF16 ? 7 : 23; }
+
+static double dtype_step(attest_dtype dtype, double x) { return step_at(dtype_mant(dtype), 0, x); }
+
+/* attest_element_tolerance, inline in the comparison loop (a call per judged element). A
+ * non-finite bound makes bound_factor * b infinite or NaN, as the product overflowing does:
+ * each gives an infinite tolerance. Half a step is the step's power of two one lower, exactly
+ * 0.5 * step. */
+static inline double element_tolerance_k(double bound_factor, attest_dtype dtype, double r,
+                                         double b)
+{
+    const double kb = bound_factor * b;
+    if (!isfinite(kb)) return INFINITY;
+    return kb + step_at(dtype_mant(dtype), 1, fabs(r) + kb);
+}
+
 static inline double element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r,
                                        double b)
 {
-    const double kb = tol->bound_factor * (isfinite(b) ? b : INFINITY);
-    if (!isfinite(kb)) return INFINITY;
-    return kb + 0.5 * dtype_step(dtype, fabs(r) + kb);
+    return element_tolerance_k(tol->bound_factor, dtype, r, b);
 }
 
 double attest_element_tolerance(const attest_tolerance *tol, attest_dtype dtype, double r, double b)
@@ -171,6 +184,145 @@ double attest_rounding_error(attest_dtype dtype, double x)
 static int bounded(const attest_tolerance *tol, const double *bound)
 {
     return bound != NULL && tol->bound_factor >= 0;
+}
+
+/* What the comparison loop reads and what it accumulates. */
+typedef struct compare_in {
+    const double *ref, *bound;
+    const void *cand;
+    size_t count;
+    const uint8_t *mask;
+    uint32_t poison;
+    const attest_tolerance *tol;
+    double atol; /* bounds off: the effective atol */
+} compare_in;
+
+typedef struct compare_acc {
+    uint64_t n_cmp, unwritten, ref_pinf, ref_ninf, ref_nan, cand_pinf, cand_ninf, cand_nan,
+        nonfinite, finite_pairs, elem_fail;
+    size_t first_nonfinite, worst_at;
+    int have_worst, informative; /* informative: some reference exceeds its tolerance (bounds) */
+    double worst_ratio, worst_tol, worst_ref, worst_cand, max_abs, max_rel, max_code, atol_eff;
+    double sum_sq_diff, sum_sq_ref, sum_sq_both, sum_sq_tol;
+} compare_acc;
+
+/* Whether the correctly rounded quotient a / b (a >= 0, b > 0) cannot exceed w >= 0, told from
+ * p = w * b * (1 - 2^-40) without dividing: for p normal and finite, the two roundings of p
+ * stay below the exact w * b, so a <= p gives a / b < w, and a rounded quotient below w is at
+ * most w. Anything else (p zero, subnormal, infinite or NaN) answers 0 and the caller divides.
+ * A division per element for the worst ratio and another for the largest relative error were a
+ * third of the loop; the running maxima rarely move, so most elements skip both. */
+static inline int quotient_at_most(double a, double p)
+{
+    /* p in [2^-1000, DBL_MAX] as one unsigned range test of its bits (NaN and negatives fall
+     * outside) */
+    const uint64_t lo = (uint64_t)(1023 - 1000) << 52, hi = UINT64_C(0x7FEFFFFFFFFFFFFF);
+    uint64_t bits;
+    memcpy(&bits, &p, sizeof bits);
+    return bits - lo <= hi - lo && a <= p;
+}
+#define QUOTIENT_MARGIN (1.0 - 0x1p-40)
+
+/* The comparison of every element, in element order: the counters and maxima, the sums
+ * accumulated in that order (each metric is the one the loop before gave, bit for bit). dtype
+ * and use_bounds are compile-time at each call, so each of the four copies keeps only its own
+ * branches. A pair of finite values (the common case) skips the classification: its six
+ * non-finite counters would add 0. The counters and maxima are locals of acc, which the compiler
+ * keeps in registers (as fields of *m, which the candidate's bytes may alias, each was loaded and
+ * stored again on every element). */
+static inline __attribute__((always_inline)) void
+compare_loop(const compare_in *in, compare_acc *out, attest_dtype dtype, int use_bounds)
+{
+    const double *ref = in->ref, *bound = in->bound;
+    const void *cand = in->cand;
+    const uint8_t *mask = in->mask;
+    const uint32_t poison = in->poison;
+    const uint32_t exp_bits = dtype == ATTEST_DTYPE_BF16 ? 0x7F80u : 0x7F800000u;
+    const double atol = in->atol, rtol = in->tol->rtol, bound_factor = in->tol->bound_factor;
+    const size_t count = in->count;
+    compare_acc a = *out;
+    for (size_t i = 0; i < count; ++i) {
+        if (mask != NULL && !mask[i]) continue;
+        ++a.n_cmp;
+        uint32_t cbits;
+        const double r = ref[i];
+        const double c = cand_value(cand, dtype, i, &cbits);
+        if (cbits == poison) ++a.unwritten;
+        if (!(isfinite(r) && (cbits & exp_bits) != exp_bits)) {
+            const int rc = classify(r), cc = classify(c);
+            a.ref_pinf += rc == CLASS_POSINF;
+            a.ref_ninf += rc == CLASS_NEGINF;
+            a.ref_nan += rc == CLASS_NAN;
+            a.cand_pinf += cc == CLASS_POSINF;
+            a.cand_ninf += cc == CLASS_NEGINF;
+            a.cand_nan += cc == CLASS_NAN;
+            if (rc != cc) {
+                if (a.nonfinite++ == 0) a.first_nonfinite = i;
+            }
+            continue; /* one side is not finite */
+        }
+
+        ++a.finite_pairs;
+        const double diff = c - r, ad = fabs(diff);
+        /* The element's own tolerance; without bounds the larger of atol and rtol * |r|. */
+        double t;
+        if (use_bounds) {
+            t = element_tolerance_k(bound_factor, dtype, r, bound[i]);
+            a.informative |= fabs(r) > t; /* no branch: it goes either way element by element */
+            if (t > a.atol_eff) a.atol_eff = t;
+            a.sum_sq_tol += t * t; /* t is finite or +inf, never NaN: inf * inf is inf */
+        } else {
+            t = fmax(atol, rtol * fabs(r));
+        }
+        const int fails = !(ad <= t);
+        if (fails) ++a.elem_fail;
+        /* ratio = ad / t (0 when ad is 0, inf when t is not positive) replaces the worst when
+         * larger; the first pair always sets it. A zero ad never beats a worst >= 0. */
+        if (a.finite_pairs == 1 ||
+            (ad != 0 && !quotient_at_most(ad, a.worst_ratio * t * QUOTIENT_MARGIN))) {
+            const double ratio = ad == 0 ? 0.0 : (t > 0 ? ad / t : INFINITY);
+            if (ratio > a.worst_ratio || (a.finite_pairs == 1 && ratio == 0)) {
+                a.worst_ratio = ratio;
+                a.worst_tol = t;
+                a.worst_at = i;
+                a.have_worst = 1;
+                a.worst_ref = r;
+                a.worst_cand = c;
+            }
+        }
+        if (ad > a.max_abs) a.max_abs = ad;
+        /* A zero reference has no relative error to speak of; atol judges it. */
+        if (r != 0 && !quotient_at_most(ad, a.max_rel * fabs(r) * QUOTIENT_MARGIN) &&
+            ad / fabs(r) > a.max_rel)
+            a.max_rel = ad / fabs(r);
+        /* sum(r^2 + c^2) - 2 sum(rc) == sum((c - r)^2): the same cosine difference without the
+         * cancellation of "1 - ratio", so tiny differences are not lost to rounding. */
+        a.sum_sq_diff += diff * diff;
+        a.sum_sq_ref += r * r;
+        a.sum_sq_both += r * r + c * c;
+        if (use_bounds ? fails : ad > atol) {
+            double steps = code_distance(r, cbits, dtype);
+            if (steps > a.max_code) a.max_code = steps;
+        }
+    }
+    *out = a;
+}
+
+static void compare_bf16_bounded(const compare_in *in, compare_acc *a)
+{
+    compare_loop(in, a, ATTEST_DTYPE_BF16, 1);
+}
+static void compare_bf16_plain(const compare_in *in, compare_acc *a)
+{
+    compare_loop(in, a, ATTEST_DTYPE_BF16, 0);
+}
+static void compare_f32_bounded(const compare_in *in, compare_acc *a)
+{
+    compare_loop(in, a, ATTEST_DTYPE_F32, 1);
+}
+static void compare_f32_plain(const compare_in *in, compare_acc *a)
+{
+    compare_loop(in, a, ATTEST_DTYPE_F32, 0);
 }
 
 attest_status attest_compare_tensor(const double *ref, const void *cand, attest_dtype cand_dtype,
@@ -219,89 +371,47 @@ attest_status attest_compare_tensor_bounded(const double *ref, const double *bou
     m->topk_recall = 1.0;
     m->topk_worst_row = -1;
 
-    /* Pass 1: max |ref| over compared finite references, which sets the effective atol. */
+    /* Pass 1 (bounds off): max |ref| over compared finite references, which sets the effective
+     * atol. With bounds on atol is not used and the finite references are counted by the loop
+     * (n_cmp less the non-finite ones). */
     double max_abs_ref = 0;
     uint64_t finite_refs = 0;
-    for (size_t i = 0; i < count; ++i) {
-        if (compare_mask != NULL && !compare_mask[i]) continue;
-        if (!isfinite(ref[i])) continue;
-        ++finite_refs;
-        if (fabs(ref[i]) > max_abs_ref) max_abs_ref = fabs(ref[i]);
-    }
+    if (!use_bounds)
+        for (size_t i = 0; i < count; ++i) {
+            if (compare_mask != NULL && !compare_mask[i]) continue;
+            if (!isfinite(ref[i])) continue;
+            ++finite_refs;
+            if (fabs(ref[i]) > max_abs_ref) max_abs_ref = fabs(ref[i]);
+        }
     double atol = tol->atol;
     if (tol->atol_ref_scale * max_abs_ref > atol) atol = tol->atol_ref_scale * max_abs_ref;
     m->atol_effective = use_bounds ? 0.0 : atol;
 
     const uint32_t poison =
         cand_dtype == ATTEST_DTYPE_BF16 ? (poison_bits & 0xFFFFu) : poison_bits;
-    /* The loop's counters and maxima are locals, stored into *m after it: as fields of *m,
-     * which the compiler must assume the candidate's bytes may alias, each was loaded and stored
-     * again on every element (the comparator was a tenth of a small decode case's exec). The
-     * operations and their order are those of the loop before. */
-    uint64_t n_cmp = 0, unwritten = 0, ref_pinf = 0, ref_ninf = 0, ref_nan = 0, cand_pinf = 0,
-             cand_ninf = 0, cand_nan = 0, nonfinite = 0, finite_pairs = 0, elem_fail = 0;
-    size_t first_nonfinite = 0, worst_at = 0;
-    int have_worst = 0;
-    double worst_ratio = 0, worst_tol = 0, worst_ref = 0, worst_cand = 0, max_abs = 0,
-           max_rel = 0, max_code = 0, atol_eff = m->atol_effective;
-    double sum_sq_diff = 0, sum_sq_ref = 0, sum_sq_both = 0, sum_sq_tol = 0;
-    int informative = 0; /* some reference exceeds its own tolerance (bounds on) */
-    for (size_t i = 0; i < count; ++i) {
-        if (compare_mask != NULL && !compare_mask[i]) continue;
-        ++n_cmp;
-        uint32_t cbits;
-        const double r = ref[i];
-        const double c = cand_value(cand, cand_dtype, i, &cbits);
-        if (cbits == poison) ++unwritten;
-
-        const int rc = classify(r), cc = classify(c);
-        ref_pinf += rc == CLASS_POSINF;
-        ref_ninf += rc == CLASS_NEGINF;
-        ref_nan += rc == CLASS_NAN;
-        cand_pinf += cc == CLASS_POSINF;
-        cand_ninf += cc == CLASS_NEGINF;
-        cand_nan += cc == CLASS_NAN;
-        if (rc != cc) {
-            if (nonfinite++ == 0) first_nonfinite = i;
-        }
-        if (rc != CLASS_FINITE || cc != CLASS_FINITE) continue;
-
-        ++finite_pairs;
-        const double diff = c - r, ad = fabs(diff);
-        /* The element's own tolerance; without bounds the larger of atol and rtol * |r|. */
-        double t;
-        if (use_bounds) {
-            t = element_tolerance(tol, cand_dtype, r, bound[i]);
-            if (fabs(r) > t) informative = 1;
-            if (t > atol_eff) atol_eff = t;
-            sum_sq_tol += isfinite(t) ? t * t : INFINITY;
-        } else {
-            t = fmax(atol, tol->rtol * fabs(r));
-        }
-        const int fails = !(ad <= t);
-        if (fails) ++elem_fail;
-        const double ratio = ad == 0 ? 0.0 : (t > 0 ? ad / t : INFINITY);
-        if (ratio > worst_ratio || (finite_pairs == 1 && ratio == 0)) {
-            worst_ratio = ratio;
-            worst_tol = t;
-            worst_at = i;
-            have_worst = 1;
-            worst_ref = r;
-            worst_cand = c;
-        }
-        if (ad > max_abs) max_abs = ad;
-        /* A zero reference has no relative error to speak of; atol judges it. */
-        if (r != 0 && ad / fabs(r) > max_rel) max_rel = ad / fabs(r);
-        /* sum(r^2 + c^2) - 2 sum(rc) == sum((c - r)^2): the same cosine difference without the
-         * cancellation of "1 - ratio", so tiny differences are not lost to rounding. */
-        sum_sq_diff += diff * diff;
-        sum_sq_ref += r * r;
-        sum_sq_both += r * r + c * c;
-        if (use_bounds ? fails : ad > atol) {
-            double steps = code_distance(r, cbits, cand_dtype);
-            if (steps > max_code) max_code = steps;
-        }
+    compare_acc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.atol_eff = m->atol_effective;
+    const compare_in in = {ref, bound, cand, count, compare_mask, poison, tol, atol};
+    if (cand_dtype == ATTEST_DTYPE_BF16) {
+        if (use_bounds) compare_bf16_bounded(&in, &acc);
+        else compare_bf16_plain(&in, &acc);
+    } else {
+        if (use_bounds) compare_f32_bounded(&in, &acc);
+        else compare_f32_plain(&in, &acc);
     }
+    if (use_bounds) finite_refs = acc.n_cmp - acc.ref_pinf - acc.ref_ninf - acc.ref_nan;
+    const uint64_t n_cmp = acc.n_cmp, unwritten = acc.unwritten, ref_pinf = acc.ref_pinf,
+                   ref_ninf = acc.ref_ninf, ref_nan = acc.ref_nan, cand_pinf = acc.cand_pinf,
+                   cand_ninf = acc.cand_ninf, cand_nan = acc.cand_nan, nonfinite = acc.nonfinite,
+                   finite_pairs = acc.finite_pairs, elem_fail = acc.elem_fail;
+    const size_t first_nonfinite = acc.first_nonfinite, worst_at = acc.worst_at;
+    const int have_worst = acc.have_worst, informative = acc.informative;
+    const double worst_ratio = acc.worst_ratio, worst_tol = acc.worst_tol,
+                 worst_ref = acc.worst_ref, worst_cand = acc.worst_cand, max_abs = acc.max_abs,
+                 max_rel = acc.max_rel, max_code = acc.max_code, atol_eff = acc.atol_eff;
+    const double sum_sq_diff = acc.sum_sq_diff, sum_sq_ref = acc.sum_sq_ref,
+                 sum_sq_both = acc.sum_sq_both, sum_sq_tol = acc.sum_sq_tol;
     m->count = n_cmp;
     m->unwritten = unwritten;
     m->ref_posinf = ref_pinf;
