@@ -109,9 +109,16 @@ static void test_bench_bytes(void **state)
     attest_case c;
     assert_ok(attest_bench_case(&s, 1, &c));
     double rd, wr;
-    attest_bench_bytes(&c, &rd, &wr);
+    attest_bench_bytes(&c, ATTEST_MASK_NEG_INF, &rd, &wr);
     assert_true(rd == 3.0 * (3 * 8452 + 4) + 6.0 * 8 * 132);
     assert_true(wr == 6.0 * 300 * 4);
+    attest_bench_bytes(&c, ATTEST_MASK_ZERO, &rd, &wr);
+    assert_true(wr == 6.0 * 300 * 4);
+    /* A candidate that leaves the tail unspecified must write only the valid positions: MTP
+     * slot 0 of next_n 2 sees 129 positions, slot 1 all 130; the reads stay the same. */
+    attest_bench_bytes(&c, ATTEST_MASK_UNSPECIFIED, &rd, &wr);
+    assert_true(rd == 3.0 * (3 * 8452 + 4) + 6.0 * 8 * 132);
+    assert_true(wr == 3.0 * (129 + 130) * 4);
     attest_case_free(&c);
 }
 
@@ -138,7 +145,7 @@ static void test_bench_host_and_file(void **state)
     assert_true(r->min_us > 0 && r->min_us <= r->p10_us && r->p10_us <= r->median_us &&
                 r->median_us <= r->p90_us && r->p90_us <= r->max_us);
     double rd, wr;
-    attest_bench_bytes(&c, &rd, &wr);
+    attest_bench_bytes(&c, cand->conventions.masking, &rd, &wr);
     assert_true(r->read_bytes == rd && r->write_bytes == wr);
     assert_true(r->gbps > 0 && r->pct_peak == 100.0 * r->gbps / ATTEST_BENCH_DEFAULT_PEAK_GBPS);
     attest_case_free(&c);
@@ -232,14 +239,14 @@ static void test_bench_mla_case(void **state)
             }
         }
     double rd = 0, wr = 0;
-    attest_bench_bytes(&c, &rd, &wr);
+    attest_bench_bytes(&c, ATTEST_MASK_NEG_INF, &rd, &wr);
     assert_true(rd == 3.0 * 100 * 584 + 6.0 * 100 * 4 + 6.0 * 4 * 512 * 2);
     assert_true(wr == 6.0 * 4 * (512 * 2 + 4));
     attest_case_free(&c);
     assert_ok(attest_bench_parse_kernel_shape(ATTEST_KERNEL_MLA_DECODE,
                                               "b=3,heads=4,topk=50,ctx=200", &s));
     assert_ok(attest_bench_case(&s, 6, &c));
-    attest_bench_bytes(&c, &rd, &wr);
+    attest_bench_bytes(&c, ATTEST_MASK_NEG_INF, &rd, &wr);
     assert_true(rd == 3.0 * 50 * 584 + 3.0 * 50 * 4 + 3.0 * 4 * 512 * 2);
     attest_case_free(&c);
 }

@@ -32,6 +32,10 @@ struct stream_args {
     const float *weights;
     float *logits;
     int32_t requests, next_n, heads, groups, max_len, blocks_per_req;
+    // 0: the logits past each request's live pages are left as they are (DeepGEMM's
+    // clean_logits=False; the candidate declares ATTEST_MASK_UNSPECIFIED), so the cost follows
+    // the actual lengths, not the maximum context. 1 (make_args): they are written -inf.
+    int32_t clean_tail;
 };
 
 // Four e4m3 bytes to two fp16x2 words: bytes 0-1 to `lo`, 2-3 to `hi` (one conversion each).
@@ -119,6 +123,7 @@ __device__ __forceinline__ void prefetch_page(const stream_args &a, const page_c
 // Units of -inf (16-byte float4 or single floats) past request r's live pages, all its rows.
 __device__ __forceinline__ long long dead_units(const stream_args &a, int r, bool vec)
 {
+    if (!a.clean_tail) return 0;
     const int begin = live_pages(a, r) * kPage;
     if (begin >= a.max_len) return 0;
     return static_cast<long long>(a.next_n) * (vec ? (a.max_len - begin) / 4 : a.max_len - begin);
@@ -248,6 +253,7 @@ inline stream_args make_args(const attest_kernel_args *args, int groups_of)
     k.groups = (p.heads + groups_of - 1) / groups_of;
     k.max_len = p.max_len;
     k.blocks_per_req = p.blocks_per_req;
+    k.clean_tail = 1;
     return k;
 }
 

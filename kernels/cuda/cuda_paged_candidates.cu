@@ -80,12 +80,35 @@ attest_candidate make_paged_fp8()
 
 const attest_candidate paged_fp8 = make_paged_fp8();
 
-#ifdef ATTEST_IDX_EXPERIMENT
-// Measurement-only candidates: the fp8 kernel in the configurations the bench compares.
+// Only on sm_90: elsewhere paged_variant::fp8 falls back to kernels that clean the tail.
 int fp8_supports(void *, const attest_kernel_args *args)
 {
     return paged_indexer_supports(args) && paged_fp8_supports(args);
 }
+
+int run_fp8_noclean(void *, const attest_kernel_args *args) { return paged_fp8_run_noclean(args); }
+
+// The contract of DeepGEMM's paged MQA logits with clean_logits=False: the logits past a row's
+// length are left unwritten, and the consumer (a top-k over each row's length) never reads
+// them. attest compares only the valid positions of such a candidate (its masking is
+// unspecified) and counts only their bytes as the output that must move (attest_bench_bytes).
+attest_candidate make_paged_fp8_noclean()
+{
+    attest_candidate c = make_paged_fp8();
+    c.name = "cuda-indexer-paged-fp8-noclean";
+    c.description = "cuda-indexer-paged-fp8 leaving the logits past each row's live pages "
+                    "unwritten (masking unspecified, as DeepGEMM's clean_logits=False): cost "
+                    "follows the actual lengths, not the maximum context";
+    c.conventions.masking = ATTEST_MASK_UNSPECIFIED;
+    c.supports = fp8_supports;
+    c.run = run_fp8_noclean;
+    return c;
+}
+
+const attest_candidate paged_fp8_noclean = make_paged_fp8_noclean();
+
+#ifdef ATTEST_IDX_EXPERIMENT
+// Measurement-only candidates: the fp8 kernel in the configurations the bench compares.
 template <int V>
 int run_fp8_variant(void *, const attest_kernel_args *args)
 {
@@ -242,9 +265,9 @@ attest_candidate make_capture_lengths()
 }
 const attest_candidate capture_lengths = make_capture_lengths();
 
-const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8, &records132, &race, &uninit, &capture_lengths FP8_VARIANTS};
+const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8, &paged_fp8_noclean, &records132, &race, &uninit, &capture_lengths FP8_VARIANTS};
 #else
-const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8 FP8_VARIANTS};
+const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8, &paged_fp8_noclean FP8_VARIANTS};
 #endif
 
 }  // namespace

@@ -43,5 +43,8 @@ int paged_fp8_run(const attest_kernel_args *args);
 // The same in configuration `variant`: 0 the delivered one; 1..8 and 10 the ones measured
 // against it, in ATTEST_IDX_EXPERIMENT builds only (elsewhere every variant is the delivered one).
 int paged_fp8_run_variant(const attest_kernel_args *args, int variant);
+// The delivered configuration without the -inf stores past each request's live pages
+// (cuda-indexer-paged-fp8-noclean: masking unspecified).
+int paged_fp8_run_noclean(const attest_kernel_args *args);
 
 #endif

@@ -11,8 +11,10 @@
  * "Bytes that must move" counts what any correct kernel has to touch once. Indexer: the cache
  * pages a request's length covers (8448 bytes per 64 positions, once per request however many
  * next_n rows share them), their page-table entries, the lengths, q and the weights it reads,
- * and the whole logits array it writes (-inf past the length is part of the output). MLA decode:
- * see attest_bench_bytes.
+ * and the logits it writes: the whole array for a candidate whose masking convention is -inf or
+ * 0 (the fill past a row's length is part of its output), each row's valid positions only for
+ * one that declares ATTEST_MASK_UNSPECIFIED (nothing past the length is asked of it). MLA
+ * decode: see attest_bench_bytes.
  */
 #ifndef ATTEST_BENCH_H
 #define ATTEST_BENCH_H
@@ -60,11 +62,13 @@ void attest_bench_shape_string(const attest_bench_shape *s, char *buf, size_t ca
 attest_status attest_bench_case(const attest_bench_shape *s, uint64_t seed, attest_case *out)
     ATTEST_MUST_CHECK;
 
-/* Bytes any correct kernel must read and write for this case. Indexer: see above. MLA decode:
- * every distinct token the queries of a request select (584 bytes in mla-v4, 656 in mla-v32:
- * fp8 values, scales and bf16 rope, once per request however many of its queries select it),
- * the indices, the queries, and the outputs and LSEs written. */
-void attest_bench_bytes(const attest_case *c, double *read_bytes, double *write_bytes);
+/* Bytes any correct kernel with masking convention `masking` (the candidate's; indexer only)
+ * must read and write for this case. Indexer: see above. MLA decode: every distinct token the
+ * queries of a request select (584 bytes in mla-v4, 656 in mla-v32: fp8 values, scales and
+ * bf16 rope, once per request however many of its queries select it), the indices, the
+ * queries, and the outputs and LSEs written. */
+void attest_bench_bytes(const attest_case *c, attest_masking masking, double *read_bytes,
+                        double *write_bytes);
 
 typedef struct attest_bench_options {
     int32_t warmup;     /* untimed runs first (default 3) */

@@ -342,7 +342,8 @@ static void mla_bytes(const attest_case *c, double *read_bytes, double *write_by
     *write_bytes = queries * p->h_q * ((double)p->d_v * 2.0 + 4.0);
 }
 
-void attest_bench_bytes(const attest_case *c, double *read_bytes, double *write_bytes)
+void attest_bench_bytes(const attest_case *c, attest_masking masking, double *read_bytes,
+                        double *write_bytes)
 {
     *read_bytes = *write_bytes = 0;
     if (c->kernel == ATTEST_KERNEL_MLA_DECODE) {
@@ -362,7 +363,13 @@ void attest_bench_bytes(const attest_case *c, double *read_bytes, double *write_
     const double rows = (double)p->b * p->next_n;
     rd += rows * p->heads * (double)p->head_dim + rows * p->heads * 4.0;
     *read_bytes = rd;
-    *write_bytes = rows * p->max_len * 4.0;
+    if (masking != ATTEST_MASK_UNSPECIFIED || !lens) {
+        *write_bytes = rows * p->max_len * 4.0;
+        return;
+    }
+    double wr = 0;
+    for (int32_t r = 0; r < p->b * p->next_n; r++) wr += attest_indexer_row_length(p, lens, r) * 4.0;
+    *write_bytes = wr;
 }
 
 /* --- timing --------------------------------------------------------------------------------- */
@@ -483,7 +490,7 @@ attest_status attest_bench_run(const attest_candidate *cand, attest_case *c,
     if (st == ATTEST_OK) {
         summarize(us, opt->iters, out);
         out->device_timed = timer;
-        attest_bench_bytes(c, &out->read_bytes, &out->write_bytes);
+        attest_bench_bytes(c, cand->conventions.masking, &out->read_bytes, &out->write_bytes);
         out->gbps = out->median_us > 0 ? (out->read_bytes + out->write_bytes) / (out->median_us * 1e3) : 0;
         out->pct_peak = opt->peak_gbps > 0 ? 100.0 * out->gbps / opt->peak_gbps : 0;
     }

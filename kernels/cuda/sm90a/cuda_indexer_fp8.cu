@@ -11,6 +11,7 @@
 //
 // - One warpgroup per block, several blocks per SM; the grid, each block's share of the live
 //   pages and the -inf stores past them are the streaming kernels' (cuda_indexer_stream.cuh).
+//   cuda-indexer-paged-fp8-noclean is the same kernel without those stores (clean_tail 0).
 // - A page's 8192 key bytes land by TMA (the cache as a tensor of 128-byte rows, the copy
 //   engine doing the 128-byte swizzle) in a ring of stages, each 1024-aligned, in the K-major
 //   layout wgmma reads (16-byte chunk c of position r at r * 128 + 16 * (c ^ (r % 8))); the 64
@@ -462,11 +463,14 @@ int launch_variant(const stream_args &k, const attest_kernel_args *args, int v)
 
 }  // namespace
 
-int paged_fp8_run_variant(const attest_kernel_args *args, int variant)
+namespace {
+
+int run_configured(const attest_kernel_args *args, int variant, bool clean_tail)
 {
     const attest_indexer_params &p = *args->u.indexer.params;
     if (p.b <= 0 || p.max_len <= 0) return 0;
-    const stream_args k = make_args(args, kTileHeads);
+    stream_args k = make_args(args, kTileHeads);
+    k.clean_tail = clean_tail;
 #ifdef ATTEST_IDX_EXPERIMENT
     // 8, 10: two or four B tiles in other configurations, the rest delivered; 1 (cp.async)
     // at four tiles too.
@@ -487,6 +491,15 @@ int paged_fp8_run_variant(const attest_kernel_args *args, int variant)
     }
     return 1;
 }
+
+}  // namespace
+
+int paged_fp8_run_variant(const attest_kernel_args *args, int variant)
+{
+    return run_configured(args, variant, true);
+}
+
+int paged_fp8_run_noclean(const attest_kernel_args *args) { return run_configured(args, 0, false); }
 
 int paged_fp8_run(const attest_kernel_args *args)
 {
