@@ -84,6 +84,34 @@ static int run_garbage_past(void *ctx, const attest_kernel_args *a)
     return 0;
 }
 
+/* Declares "unspecified" masking and writes the valid positions only, leaving the logits past
+ * each row's length as the harness left them (its poison), as cuda-indexer-paged-fp8-noclean
+ * does; `short_row0` also skips row 0's last valid position (a missed guard). */
+static void write_valid_only(const attest_indexer_args *a, int short_row0)
+{
+    const attest_indexer_params *p = a->params;
+    for (int32_t r = 0; r < p->b * p->next_n; r++) {
+        const int32_t L = toy_row_len(p, a->context_lens, r) - (short_row0 && r == 0);
+        for (int32_t t = 0; t < L; t++)
+            a->logits[(size_t)r * p->max_len + t] =
+                a->weights[(size_t)r * p->heads] * (float)(a->cache[t] + 1);
+    }
+}
+
+static int run_tail_untouched(void *ctx, const attest_kernel_args *a)
+{
+    (void)ctx;
+    write_valid_only(&a->u.indexer, 0);
+    return 0;
+}
+
+static int run_tail_untouched_short(void *ctx, const attest_kernel_args *a)
+{
+    (void)ctx;
+    write_valid_only(&a->u.indexer, 1);
+    return 0;
+}
+
 /* Right values in reverse order of magnitude: the top-k sets differ. */
 static int run_reversed(void *ctx, const attest_kernel_args *a)
 {
@@ -146,6 +174,11 @@ CANDIDATE(c_initfail, "init-fails", IDX, .run = run_good, .init = init_fails);
 CANDIDATE(c_unspec, "unspecified", IDX, .run = run_garbage_past,
           .conventions = {.masking = ATTEST_MASK_UNSPECIFIED});
 CANDIDATE(c_garbage, "garbage-neg-inf", IDX, .run = run_garbage_past);
+CANDIDATE(c_tail, "tail-untouched", IDX, .run = run_tail_untouched,
+          .conventions = {.masking = ATTEST_MASK_UNSPECIFIED});
+CANDIDATE(c_tail_short, "tail-untouched-short", IDX, .run = run_tail_untouched_short,
+          .conventions = {.masking = ATTEST_MASK_UNSPECIFIED});
+CANDIDATE(c_tail_neg_inf, "tail-untouched-neg-inf", IDX, .run = run_tail_untouched);
 CANDIDATE(c_reversed, "reversed", IDX, .run = run_reversed);
 CANDIDATE(c_oob_wrong, "oob-wrong", IDX, .run = run_oob_wrong);
 CANDIDATE(c_nondet_wrong, "nondet-wrong", IDX, .run = run_nondet_wrong);
@@ -252,6 +285,26 @@ static void test_masking_convention(void **state)
     rec = judge_once(&c_garbage, 1, 0.5f);
     expect(&rec, ATTEST_VERDICT_MISMATCH, "nonfinite");
     assert_true(rec.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE));
+}
+
+/* A candidate that leaves the logits past each row's length unwritten passes under
+ * "unspecified" masking (nothing there is compared, nothing there counts as unwritten), fails
+ * under -inf masking, and still fails under "unspecified" when it leaves one valid position
+ * unwritten. */
+static void test_unwritten_tail(void **state)
+{
+    (void)state;
+    attest_case_record rec = judge_once(&c_tail, 1, 0.5f);
+    expect(&rec, ATTEST_VERDICT_OK, NULL);
+    assert_int_equal(rec.outputs[0].count, 40 + 39);
+    assert_int_equal(rec.outputs[0].unwritten, 0);
+    rec = judge_once(&c_tail_short, 1, 0.5f);
+    expect(&rec, ATTEST_VERDICT_MISMATCH, NULL);
+    assert_true(rec.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_UNWRITTEN));
+    assert_int_equal(rec.outputs[0].unwritten, 1);
+    rec = judge_once(&c_tail_neg_inf, 1, 0.5f);
+    expect(&rec, ATTEST_VERDICT_MISMATCH, NULL);
+    assert_true(rec.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_UNWRITTEN));
 }
 
 /* With topk > 0 the top-k gate runs: recall 1 for the right logits, below 1 for reversed. */
@@ -384,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_integrity_verdicts),
         cmocka_unit_test(test_findings_cooccur),
         cmocka_unit_test(test_masking_convention),
+        cmocka_unit_test(test_unwritten_tail),
         cmocka_unit_test(test_topk_gate),
         cmocka_unit_test(test_mla_outputs),
         cmocka_unit_test(test_reference_phase),
