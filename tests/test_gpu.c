@@ -85,7 +85,7 @@ static long first_verdict(const char *name, int graph_check, attest_gen_options 
 }
 
 /* cuda-indexer-paged passes default bounds, 128 heads with MTP, production shapes, and the
- * graph check. */
+ * graph check; so does its -noclean form. */
 static void cuda_indexer_paged_passes(void **state)
 {
     (void)state;
@@ -103,6 +103,9 @@ static void cuda_indexer_paged_passes(void **state)
     attest_gen_options direct = g;
     direct.production_heads = 0; /* cuda-indexer keeps q in 48 KiB of shared memory: at most 96 heads */
     expect_all_ok("cuda-indexer", 1, direct, 25, 100, "default bounds");
+    /* Without the -inf past the live pages: judged on the valid positions only. */
+    expect_all_ok("cuda-indexer-paged-noclean", 0, g, 19, 300, "default bounds");
+    expect_all_ok("cuda-indexer-paged-noclean", 1, wide, 20, 150, "heads up to 128, next_n up to 2");
 }
 
 /* The mma.sync streaming kernel on its own (cuda-indexer-paged runs wgmma for 128 heads), with

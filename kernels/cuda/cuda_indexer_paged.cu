@@ -355,14 +355,19 @@ int paged_indexer_run(paged_variant variant, const attest_kernel_args *args, flo
     const int pages = (p.max_len + kPage * kPagesPerBlock - 1) / (kPage * kPagesPerBlock);
     switch (variant) {
     case paged_variant::correct:
+    case paged_variant::noclean: {
+        // noclean: the streaming kernels leave the logits past each row's live pages alone;
+        // the per-page kernel writes them anyway (allowed: its masking is unspecified).
+        const int clean = variant == paged_variant::correct;
         // wgmma only where it measured faster on an H200 (128 heads, 365-378 against 427-433
         // us at b=64, lengths 65536); with 64 heads the mma.sync kernel is (234 against 274
         // us; docs/device-runs.md).
-        if (p.heads > 64 && p.next_n == 1 && paged_wgmma_supports(args)) return paged_wgmma_run(args);
-        if (paged_stream_supports(args)) return paged_stream_run(args);
+        if (p.heads > 64 && p.next_n == 1 && paged_wgmma_supports(args)) return paged_wgmma_run(args, clean);
+        if (paged_stream_supports(args)) return paged_stream_run(args, clean);
         return launch<paged_variant::correct>(k, pages, p.b);
+    }
     case paged_variant::mma:
-        if (paged_stream_supports(args)) return paged_stream_run(args);
+        if (paged_stream_supports(args)) return paged_stream_run(args, 1);
         return launch<paged_variant::correct>(k, pages, p.b);
     case paged_variant::fp8:
         if (paged_fp8_supports(args)) return paged_fp8_run(args);

@@ -200,11 +200,12 @@ int paged_stream_supports(const attest_kernel_args *args)
            p->next_n * groups * (kMTiles / kMT) <= kMaxWarps;
 }
 
-int paged_stream_run(const attest_kernel_args *args)
+int paged_stream_run(const attest_kernel_args *args, int clean_tail)
 {
     const attest_indexer_params &p = *args->u.indexer.params;
     if (p.b <= 0 || p.max_len <= 0) return 0;
-    const stream_args k = make_args(args, kGroupHeads);
+    stream_args k = make_args(args, kGroupHeads);
+    k.clean_tail = clean_tail;
     const int threads = p.next_n * k.groups * (kMTiles / kMT) * 32;
     const long long blocks = grid_blocks(stream_kernel<kMT>, threads, 0, p);
     if (blocks <= 0) return 1;

@@ -80,6 +80,29 @@ attest_candidate make_paged_fp8()
 
 const attest_candidate paged_fp8 = make_paged_fp8();
 
+int run_noclean(void *, const attest_kernel_args *args)
+{
+    return paged_indexer_run(paged_variant::noclean, args, nullptr);
+}
+
+// The contract of DeepGEMM's paged MQA logits with clean_logits=False: the logits past a row's
+// length are left unwritten, and the consumer (a top-k over each row's length) never reads
+// them. attest compares only the valid positions of such a candidate (its masking is
+// unspecified) and counts only their bytes as the output that must move (attest_bench_bytes).
+attest_candidate make_paged_noclean()
+{
+    attest_candidate c = make_paged();
+    c.name = "cuda-indexer-paged-noclean";
+    c.description = "cuda-indexer-paged leaving the logits past each row's live pages unwritten "
+                    "(masking unspecified, as DeepGEMM's clean_logits=False): cost follows the "
+                    "actual lengths, not the maximum context";
+    c.conventions.masking = ATTEST_MASK_UNSPECIFIED;
+    c.run = run_noclean;
+    return c;
+}
+
+const attest_candidate paged_noclean = make_paged_noclean();
+
 // Only on sm_90: elsewhere paged_variant::fp8 falls back to kernels that clean the tail.
 int fp8_supports(void *, const attest_kernel_args *args)
 {
@@ -88,10 +111,6 @@ int fp8_supports(void *, const attest_kernel_args *args)
 
 int run_fp8_noclean(void *, const attest_kernel_args *args) { return paged_fp8_run_noclean(args); }
 
-// The contract of DeepGEMM's paged MQA logits with clean_logits=False: the logits past a row's
-// length are left unwritten, and the consumer (a top-k over each row's length) never reads
-// them. attest compares only the valid positions of such a candidate (its masking is
-// unspecified) and counts only their bytes as the output that must move (attest_bench_bytes).
 attest_candidate make_paged_fp8_noclean()
 {
     attest_candidate c = make_paged_fp8();
@@ -265,9 +284,9 @@ attest_candidate make_capture_lengths()
 }
 const attest_candidate capture_lengths = make_capture_lengths();
 
-const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8, &paged_fp8_noclean, &records132, &race, &uninit, &capture_lengths FP8_VARIANTS};
+const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8, &paged_noclean, &paged_fp8_noclean, &records132, &race, &uninit, &capture_lengths FP8_VARIANTS};
 #else
-const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8, &paged_fp8_noclean FP8_VARIANTS};
+const attest_candidate *const list[] = {&paged, &paged_mma, &paged_fp8, &paged_noclean, &paged_fp8_noclean FP8_VARIANTS};
 #endif
 
 }  // namespace

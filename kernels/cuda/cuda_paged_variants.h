@@ -7,6 +7,7 @@
 
 enum class paged_variant {
     correct,         // cuda-indexer-paged: streaming (wgmma for > 64 heads on sm_90), else per-page
+    noclean,         // cuda-indexer-paged-noclean: the same without the -inf past the live pages
     mma,             // cuda-indexer-paged-mma: the mma.sync streaming kernel, else per-page
     fp8,             // cuda-indexer-paged-fp8: fp8 x fp8 wgmma on sm_90, else as `correct`
     records132,      // wrong stride: the block read as 64 records of 132 bytes
@@ -29,11 +30,12 @@ int paged_indexer_run_pages(const attest_kernel_args *args, int pages);
 // The streaming kernels (cuda_indexer_stream.cu with mma.sync, sm90a/cuda_indexer_wgmma.cu
 // with wgmma on an sm_90 device): whether one handles the case (head_dim 128; mma.sync:
 // next_n * ceil(heads / 64) <= 4; wgmma: the same on a device of compute capability 9.0), and
-// its launch on cudaStreamPerThread without synchronizing; 0 on success.
+// its launch on cudaStreamPerThread without synchronizing; 0 on success. clean_tail 0 leaves
+// the logits past each row's live pages as they are (stream_args.clean_tail).
 int paged_stream_supports(const attest_kernel_args *args);
-int paged_stream_run(const attest_kernel_args *args);
+int paged_stream_run(const attest_kernel_args *args, int clean_tail);
 int paged_wgmma_supports(const attest_kernel_args *args);
-int paged_wgmma_run(const attest_kernel_args *args);
+int paged_wgmma_run(const attest_kernel_args *args, int clean_tail);
 
 // The fp8 x fp8 wgmma streaming kernel (sm90a/cuda_indexer_fp8.cu): Hopper's fp8 MMA
 // accumulator, so judged under policies/bf16-tensor-core.json. Same shapes and device check

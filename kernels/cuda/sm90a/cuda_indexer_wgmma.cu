@@ -256,11 +256,12 @@ int paged_wgmma_supports(const attest_kernel_args *args)
     return sm90;
 }
 
-int paged_wgmma_run(const attest_kernel_args *args)
+int paged_wgmma_run(const attest_kernel_args *args, int clean_tail)
 {
     const attest_indexer_params &p = *args->u.indexer.params;
     if (p.b <= 0 || p.max_len <= 0) return 0;
-    const stream_args k = make_args(args, kTileHeads);
+    stream_args k = make_args(args, kTileHeads);
+    k.clean_tail = clean_tail;
     switch (p.next_n * k.groups) {
     case 1: return launch<1>(k, p);
     case 2: return launch<2>(k, p);
