@@ -45,10 +45,14 @@ grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict
 run 1 initcheck mutant-cuda-indexer-paged-uninit 10
 grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
 grep -q "Uninitialized" "$work/out" || { echo "FAIL: the report's lines are missing"; exit 1; }
+run 0 memcheck cuda-indexer-paged-noclean 20
+run 0 racecheck cuda-indexer-paged-noclean 5
 run 0 memcheck cuda-mla-decode 30
 run 1 racecheck mutant-cuda-mla-decode-merge-race 10
 grep -q "verdicts:.*SANITIZER" "$work/out" || { echo "FAIL: no SANITIZER verdict"; exit 1; }
 bf16="$(dirname "$0")/../policies/bf16-tensor-core.json"
+run 0 memcheck cuda-indexer-paged-fp8-noclean 20 --policy "$bf16"
+run 0 racecheck cuda-indexer-paged-fp8-noclean 5 --policy "$bf16"
 run 0 memcheck cuda-mla-decode-mma 10 --layout mla-v4 --policy "$bf16"
 run 0 memcheck cuda-mla-decode-mma 10 --layout mla-v32 --policy "$bf16"
 run 0 racecheck cuda-mla-decode-mma 3 --layout mla-v4 --policy "$bf16"
