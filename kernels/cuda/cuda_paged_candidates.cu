@@ -80,28 +80,31 @@ attest_candidate make_paged_fp8()
 
 const attest_candidate paged_fp8 = make_paged_fp8();
 
+// The contract of DeepGEMM's paged MQA logits with clean_logits=False: the logits past a row's
+// length are left unwritten, and the consumer (a top-k over each row's length) never reads
+// them. attest compares only the valid positions of such a candidate (its masking is
+// unspecified) and counts only their bytes as the output that must move (attest_bench_bytes).
+attest_candidate make_noclean(attest_candidate c, const char *name, const char *description,
+                              int (*run)(void *, const attest_kernel_args *))
+{
+    c.name = name;
+    c.description = description;
+    c.conventions.masking = ATTEST_MASK_UNSPECIFIED;
+    c.run = run;
+    return c;
+}
+
 int run_noclean(void *, const attest_kernel_args *args)
 {
     return paged_indexer_run(paged_variant::noclean, args, nullptr);
 }
 
-// The contract of DeepGEMM's paged MQA logits with clean_logits=False: the logits past a row's
-// length are left unwritten, and the consumer (a top-k over each row's length) never reads
-// them. attest compares only the valid positions of such a candidate (its masking is
-// unspecified) and counts only their bytes as the output that must move (attest_bench_bytes).
-attest_candidate make_paged_noclean()
-{
-    attest_candidate c = make_paged();
-    c.name = "cuda-indexer-paged-noclean";
-    c.description = "cuda-indexer-paged leaving the logits past each row's live pages unwritten "
-                    "(masking unspecified, as DeepGEMM's clean_logits=False): cost follows the "
-                    "actual lengths, not the maximum context";
-    c.conventions.masking = ATTEST_MASK_UNSPECIFIED;
-    c.run = run_noclean;
-    return c;
-}
-
-const attest_candidate paged_noclean = make_paged_noclean();
+const attest_candidate paged_noclean = make_noclean(
+    make_paged(), "cuda-indexer-paged-noclean",
+    "cuda-indexer-paged leaving the logits past each row's live pages unwritten (masking "
+    "unspecified, as DeepGEMM's clean_logits=False): cost follows the actual lengths, not the "
+    "maximum context",
+    run_noclean);
 
 // Only on sm_90: elsewhere paged_variant::fp8 falls back to kernels that clean the tail.
 int fp8_supports(void *, const attest_kernel_args *args)
@@ -113,14 +116,13 @@ int run_fp8_noclean(void *, const attest_kernel_args *args) { return paged_fp8_r
 
 attest_candidate make_paged_fp8_noclean()
 {
-    attest_candidate c = make_paged_fp8();
-    c.name = "cuda-indexer-paged-fp8-noclean";
-    c.description = "cuda-indexer-paged-fp8 leaving the logits past each row's live pages "
-                    "unwritten (masking unspecified, as DeepGEMM's clean_logits=False): cost "
-                    "follows the actual lengths, not the maximum context";
-    c.conventions.masking = ATTEST_MASK_UNSPECIFIED;
+    attest_candidate c = make_noclean(
+        make_paged_fp8(), "cuda-indexer-paged-fp8-noclean",
+        "cuda-indexer-paged-fp8 leaving the logits past each row's live pages unwritten (masking "
+        "unspecified, as DeepGEMM's clean_logits=False): cost follows the actual lengths, not "
+        "the maximum context",
+        run_fp8_noclean);
     c.supports = fp8_supports;
-    c.run = run_fp8_noclean;
     return c;
 }
 
