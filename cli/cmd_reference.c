@@ -25,6 +25,7 @@ typedef struct ref_opts {
     const char *out;
     ref_modes modes;
     attest_indexer_order order;
+    int order_given; /* --order: else each case's relu_nan picks it, as the judge's reference */
     int force;
 } ref_opts;
 
@@ -46,8 +47,9 @@ static void usage(FILE *f)
             "  --max-case-mb M  refuse cases declaring more than M MiB of tensors (default 4096)\n"
             "  --mode M      simulated: on the cache bytes as stored; true: on the truth tensors;\n"
             "                both; auto (default): simulated, plus true when the file holds truth\n"
-            "  --order O     indexer order of operations: kernel (default: kscale applied last,\n"
-            "                as DeepGEMM's kernel) or readme (relu(dot(q, k*kscale)))\n"
+            "  --order O     indexer order of operations: kernel (kscale applied last, as\n"
+            "                DeepGEMM's kernel) or readme (relu(dot(q, k*kscale))); default: the\n"
+            "                case's relu_nan (propagates: readme, else kernel), as attest run\n"
             "\n"
             "The case-file schema is docs/case-format.md. Exit status: 0 written, 2 usage or\n"
             "input error (one line on stderr naming the file and field).\n");
@@ -99,6 +101,7 @@ static int parse(int argc, char **argv, ref_opts *o, int *done)
                     VERB, "--mode: unknown mode '%s' (simulated, true, both or auto)", v);
         } else if (opt_value(argc, argv, &i, "--order", &v, &err)) {
             if (err) return err;
+            o->order_given = 1;
             if (!strcmp(v, "kernel")) o->order = ATTEST_INDEXER_ORDER_KERNEL;
             else if (!strcmp(v, "readme")) o->order = ATTEST_INDEXER_ORDER_README;
             else
@@ -244,16 +247,23 @@ static attest_status process(attest_tensorfile *f, const ref_opts *o, const char
                          "%s: %s%s%s: required dataset is missing for --mode true/both", o->input,
                          strcmp(group, "/") ? group : "", strcmp(group, "/") ? "/" : "",
                          c.kernel == ATTEST_KERNEL_INDEXER ? "k_true" : "kv_true");
+    /* The case's relu_nan decides what a NaN dot gives, as in attest_ref_compute: a file's
+     * reference must be the one its cases are judged against. */
+    attest_indexer_order order = o->order;
+    if (!o->order_given && c.kernel == ATTEST_KERNEL_INDEXER)
+        order = c.params.indexer.relu_nan == ATTEST_RELU_NAN_PROPAGATES
+                    ? ATTEST_INDEXER_ORDER_README
+                    : ATTEST_INDEXER_ORDER_KERNEL;
     char params[1024] = "";
     if (st == ATTEST_OK) st = attest_case_param_string(&c, params, sizeof params);
     if (st == ATTEST_OK) st = attest_tensorfile_set_string(f, group, "kind", attest_kernel_name(c.kernel));
     if (st == ATTEST_OK) st = attest_tensorfile_set_string(f, group, "params", params);
-    if (st == ATTEST_OK && want_sim) st = write_mode(f, group, &c, ATTEST_REF_SIMULATED, o->order);
+    if (st == ATTEST_OK && want_sim) st = write_mode(f, group, &c, ATTEST_REF_SIMULATED, order);
     if (st == ATTEST_OK && want_true) {
         char tg[600];
         snprintf(tg, sizeof tg, "%s%strue", strcmp(group, "/") ? group : "",
                  strcmp(group, "/") ? "/" : "");
-        st = write_mode(f, tg, &c, ATTEST_REF_TRUE, o->order);
+        st = write_mode(f, tg, &c, ATTEST_REF_TRUE, order);
     }
     if (st == ATTEST_OK)
         snprintf(summary, cap, "%s: %s, %s%s%s", group, attest_kernel_name(c.kernel),
