@@ -247,13 +247,9 @@ static attest_status process(attest_tensorfile *f, const ref_opts *o, const char
                          "%s: %s%s%s: required dataset is missing for --mode true/both", o->input,
                          strcmp(group, "/") ? group : "", strcmp(group, "/") ? "/" : "",
                          c.kernel == ATTEST_KERNEL_INDEXER ? "k_true" : "kv_true");
-    /* The case's relu_nan decides what a NaN dot gives, as in attest_ref_compute: a file's
-     * reference must be the one its cases are judged against. */
-    attest_indexer_order order = o->order;
-    if (!o->order_given && c.kernel == ATTEST_KERNEL_INDEXER)
-        order = c.params.indexer.relu_nan == ATTEST_RELU_NAN_PROPAGATES
-                    ? ATTEST_INDEXER_ORDER_README
-                    : ATTEST_INDEXER_ORDER_KERNEL;
+    /* A file's reference is the one its cases are judged against unless --order says. */
+    const attest_indexer_order order =
+        o->order_given || c.kernel != ATTEST_KERNEL_INDEXER ? o->order : attest_indexer_order_of(&c);
     char params[1024] = "";
     if (st == ATTEST_OK) st = attest_case_param_string(&c, params, sizeof params);
     if (st == ATTEST_OK) st = attest_tensorfile_set_string(f, group, "kind", attest_kernel_name(c.kernel));

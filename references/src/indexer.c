@@ -370,9 +370,5 @@ attest_status attest_ref_indexer_bounds(const attest_case *c, const attest_bound
 {
     ATTEST_RETURN_IF(model == NULL || bound == NULL, ATTEST_ERR_INVALID_ARGUMENT,
                      "indexer bounds: NULL model or output");
-    /* The declared relu_nan picks the order, as in attest_ref_compute. */
-    const attest_indexer_order order = c->params.indexer.relu_nan == ATTEST_RELU_NAN_PROPAGATES
-                                           ? ATTEST_INDEXER_ORDER_README
-                                           : ATTEST_INDEXER_ORDER_KERNEL;
-    return indexer_run(c, ATTEST_REF_SIMULATED, order, logits, model, bound);
+    return indexer_run(c, ATTEST_REF_SIMULATED, attest_indexer_order_of(c), logits, model, bound);
 }

@@ -3,6 +3,12 @@
 
 #include "attest/reference.h"
 
+attest_indexer_order attest_indexer_order_of(const attest_case *c)
+{
+    return c->params.indexer.relu_nan == ATTEST_RELU_NAN_PROPAGATES ? ATTEST_INDEXER_ORDER_README
+                                                                    : ATTEST_INDEXER_ORDER_KERNEL;
+}
+
 attest_status attest_ref_compute(const attest_case *c, attest_ref_mode mode, double **outputs)
 {
     ATTEST_RETURN_IF(c == NULL || outputs == NULL, ATTEST_ERR_INVALID_ARGUMENT,
@@ -11,12 +17,7 @@ attest_status attest_ref_compute(const attest_case *c, attest_ref_mode mode, dou
     case ATTEST_KERNEL_INDEXER:
         ATTEST_RETURN_IF(outputs[0] == NULL, ATTEST_ERR_INVALID_ARGUMENT,
                          "reference: NULL buffer for logits");
-        /* The order of operations decides what a NaN dot gives: the case's relu_nan says. */
-        return attest_ref_indexer_logits(c, mode,
-                                         c->params.indexer.relu_nan == ATTEST_RELU_NAN_PROPAGATES
-                                             ? ATTEST_INDEXER_ORDER_README
-                                             : ATTEST_INDEXER_ORDER_KERNEL,
-                                         outputs[0]);
+        return attest_ref_indexer_logits(c, mode, attest_indexer_order_of(c), outputs[0]);
     case ATTEST_KERNEL_MLA_DECODE:
         ATTEST_RETURN_IF(outputs[0] == NULL || outputs[1] == NULL, ATTEST_ERR_INVALID_ARGUMENT,
                          "reference: NULL buffer for out_bf16 or lse");

@@ -31,6 +31,11 @@ typedef enum attest_indexer_order {
     ATTEST_INDEXER_ORDER_README = 1
 } attest_indexer_order;
 
+/* The order an indexer case is judged in: its declared relu_nan decides what a NaN dot gives
+ * (propagates: README, to_zero: kernel). Every reference a case is judged or written against
+ * takes it from here. */
+attest_indexer_order attest_indexer_order_of(const attest_case *c);
+
 /* Indexer logits [b*next_n, max_len] into `logits`. Row r is request r / next_n, MTP slot
  * r % next_n; position t < length reads physical block block_table[b][t / 64], slot t % 64.
  * Rows past their valid length (attest_indexer_row_length) hold -inf, 0.0 or NaN (for
