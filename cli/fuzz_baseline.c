@@ -138,13 +138,6 @@ static int same_difference(const attest_case *c, void *q)
     return s->p->br.failed && s->p->br.failed_gates == s->gates;
 }
 
-static void describe_size(const attest_case *c, char *buf, size_t cap)
-{
-    const attest_case_size z = attest_case_size_of(c);
-    const int mla = c->kernel == ATTEST_KERNEL_MLA_DECODE;
-    snprintf(buf, cap, "b=%d %s=%d %s=%d %s=%" PRId64, z.requests, mla ? "s_q" : "next_n", z.rows,
-             mla ? "h" : "heads", z.heads, mla ? "index entries" : "positions", z.entries);
-}
 
 static attest_status finding(const attest_fuzz_pair_options *o, const fuzz_job_slot *found)
 {
@@ -171,8 +164,8 @@ static attest_status finding(const attest_fuzz_pair_options *o, const fuzz_job_s
     }
     if (st == ATTEST_OK) {
         attest_gate_mask_string(want, gates, sizeof gates);
-        describe_size(&c, before, sizeof before);
-        describe_size(&small, after, sizeof after);
+        attest_case_size_describe(&c, before, sizeof before);
+        attest_case_size_describe(&small, after, sizeof after);
         snprintf(path, sizeof path, "%s/finding-%s-differs-%016" PRIx64 ".h5", o->run.findings,
                  attest_kernel_name(c.kernel), found->seed);
         snprintf(note, sizeof note,

@@ -1,7 +1,6 @@
 /* attest fuzz: one finding judged again, minimized, saved and checked (fuzz_finding.h). */
 #include "fuzz_finding.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +32,6 @@ static int same_failure(const attest_case *c, void *p)
     return rec.verdict == j->verdict && rec.failed_gates == j->gates;
 }
 
-static void describe_size(const attest_case *c, char *buf, size_t cap)
-{
-    const attest_case_size z = attest_case_size_of(c);
-    const int mla = c->kernel == ATTEST_KERNEL_MLA_DECODE;
-    snprintf(buf, cap, "b=%d %s=%d %s=%d %s=%" PRId64, z.requests, mla ? "s_q" : "next_n", z.rows,
-             mla ? "h" : "heads", z.heads, mla ? "index entries" : "positions", z.entries);
-}
 
 attest_status attest_fuzz_save_case(const char *path, const attest_case *c, const char *note,
                                   const char *replay)
@@ -104,8 +96,8 @@ attest_status attest_fuzz_finding(const attest_finding_options *fo, const attest
     }
     char path[4096], note[2048], replay[4400], params[ATTEST_PARAM_STRING_MAX];
     if (st == ATTEST_OK) {
-        describe_size(&c, before, sizeof before);
-        describe_size(&small, after, sizeof after);
+        attest_case_size_describe(&c, before, sizeof before);
+        attest_case_size_describe(&small, after, sizeof after);
         attest_gate_mask_string(rec.failed_gates, gates, sizeof gates);
         snprintf(path, sizeof path, "%s/finding-%s-%s-%s.h5", fo->findings,
                  attest_kernel_name(c.kernel), attest_verdict_name(rec.verdict), o->id);

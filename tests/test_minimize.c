@@ -85,6 +85,73 @@ static void keeps_what_the_failure_needs(void **state)
     attest_case_free(&c);
 }
 
+/* "Fails while value V sits below request 0's topk_length and value W past it, in row 0":
+ * the index rows narrow to those two slots, and topk_length follows the kept slots (a length
+ * left as it was would count W as valid, and the narrowing would be refused). */
+typedef struct slots_need {
+    int32_t v, w;
+    int invalid;
+} slots_need;
+
+static int slots_pred(const attest_case *c, void *p)
+{
+    slots_need *n = p;
+    if (attest_case_check_inputs(c) != ATTEST_OK) n->invalid++;
+    const attest_tensor *t = attest_case_tensor_const(c, "indices");
+    const attest_tensor *l = attest_case_tensor_const(c, "topk_length");
+    const int32_t *idx = t->data, K = (int32_t)t->shape[2], len = ((const int32_t *)l->data)[0];
+    int below = 0, past = 0;
+    for (int32_t j = 0; j < K; j++) {
+        below |= idx[j] == n->v && j < len;
+        past |= idx[j] == n->w && j >= len;
+    }
+    return below && past;
+}
+
+static void narrows_index_rows(void **state)
+{
+    (void)state;
+    attest_gen_options o = attest_gen_defaults(ATTEST_KERNEL_MLA_DECODE);
+    for (uint64_t i = 0;; i++) {
+        attest_case c, m;
+        memset(&c, 0, sizeof c);
+        assert_ok(attest_generate_case(&o, attest_case_seed(91, i), &c));
+        const attest_tensor *t = attest_case_tensor_const(&c, "indices");
+        const attest_tensor *l = attest_case_tensor_const(&c, "topk_length");
+        const int32_t K = c.params.mla.topk;
+        const int32_t len = l ? ((const int32_t *)l->data)[0] : 0;
+        const int32_t *idx = t->data;
+        slots_need n = {-1, -1, 0};
+        for (int32_t j = 0; l && j < K && len >= 2 && len < K - 2; j++) {
+            if (j == len - 1 && idx[j] >= 0) n.v = idx[j];
+            if (j == K - 1 && idx[j] >= 0) n.w = idx[j];
+        }
+        int dup = 0;
+        for (int32_t j = 0; j < K; j++) dup += idx[j] == n.v || idx[j] == n.w;
+        if (n.v < 0 || n.w < 0 || n.v == n.w || dup != 2) {
+            attest_case_free(&c);
+            continue;
+        }
+        assert_int_equal(slots_pred(&c, &n), 1);
+        assert_ok(attest_minimize_case(&c, slots_pred, &n, 0, &m, NULL));
+        const attest_case_size z = attest_case_size_of(&m);
+        assert_int_equal(z.topk, 2);
+        assert_int_equal(m.params.mla.topk, 2);
+        const int32_t *mi = attest_case_tensor_const(&m, "indices")->data;
+        assert_int_equal(mi[0], n.v);
+        assert_int_equal(mi[1], n.w);
+        assert_int_equal(((const int32_t *)attest_case_tensor_const(&m, "topk_length")->data)[0], 1);
+        assert_int_equal(n.invalid, 0);
+        assert_ok(attest_case_check_inputs(&m));
+        char line[128];
+        attest_case_size_describe(&m, line, sizeof line);
+        assert_non_null(strstr(line, "topk=2"));
+        attest_case_free(&m);
+        attest_case_free(&c);
+        return;
+    }
+}
+
 /* The budget bounds the calls; a predicate that cannot judge is an error, not a result. */
 static void budget_and_broken_predicate(void **state)
 {
@@ -106,6 +173,7 @@ int main(void)
         cmocka_unit_test(shrinks_to_the_minimum),
         cmocka_unit_test(keeps_what_the_failure_needs),
         cmocka_unit_test(budget_and_broken_predicate),
+        cmocka_unit_test(narrows_index_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

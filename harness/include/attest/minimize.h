@@ -39,13 +39,19 @@ attest_status attest_minimize_case(const attest_case *in, attest_minimize_predic
                                    attest_minimize_stats *stats) ATTEST_MUST_CHECK;
 
 /* Size of a case as the minimizer sees it, for reports: requests, query rows, heads and valid
- * index entries (mla-decode: non -1 slots below topk_length; indexer: sum of context_lens). */
+ * index entries (mla-decode: non -1 slots below topk_length; indexer: sum of context_lens), and
+ * for mla-decode the index slots per row of each scope (topk, extra_topk: 0 without one). */
 typedef struct attest_case_size {
     int32_t requests, rows, heads;
     int64_t entries;
+    int32_t topk, extra_topk;
 } attest_case_size;
 
 attest_case_size attest_case_size_of(const attest_case *c);
+
+/* The size as one line for a finding's report: "b=1 s_q=1 h=1 topk=1 index entries=1" (an
+ * extra scope adds "extra_topk=N"), or "b=1 next_n=1 heads=1 positions=3". */
+void attest_case_size_describe(const attest_case *c, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

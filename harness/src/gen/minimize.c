@@ -1,14 +1,18 @@
-/* Case minimizer (attest/minimize.h): structural reductions (requests, query rows, heads) by
+/* Case minimizer (attest/minimize.h): structural reductions (requests, query rows, heads, and
+ * for mla-decode the index slots of each scope's rows) by
  * copying slices of the per-request tensors into a smaller case, then value reductions (index
  * slots to -1, shorter lengths) on copies, each kept only when the predicate still fails. The
  * search is the usual delta-debugging shape: remove chunks of half the items, then quarters, down
  * to single items, and start over while anything was removed. */
 #include "attest/minimize.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum axis_kind { AX_REQ = 0, AX_ROW = 1, AX_HEAD = 2 } axis_kind;
+/* AX_TOPK and AX_XTOPK: the slots of the main and the extra scope's index rows (mla-decode). */
+typedef enum axis_kind { AX_REQ = 0, AX_ROW = 1, AX_HEAD = 2, AX_TOPK = 3, AX_XTOPK = 4 } axis_kind;
 
 typedef struct search {
     attest_minimize_predicate pred;
@@ -29,9 +33,11 @@ static int32_t axis_count(const attest_case *c, axis_kind k)
 {
     if (c->kernel == ATTEST_KERNEL_INDEXER) {
         const attest_indexer_params *p = &c->params.indexer;
-        return k == AX_REQ ? p->b : k == AX_ROW ? p->next_n : p->heads;
+        return k == AX_REQ ? p->b : k == AX_ROW ? p->next_n : k == AX_HEAD ? p->heads : 0;
     }
     const attest_mla_params *p = &c->params.mla;
+    if (k == AX_TOPK) return p->topk;
+    if (k == AX_XTOPK) return p->has_extra ? p->extra_topk : 0;
     return k == AX_REQ ? p->b : k == AX_ROW ? p->s_q : p->h_q;
 }
 
@@ -42,7 +48,11 @@ static void set_axis_count(attest_case *c, axis_kind k, int32_t n)
         *(k == AX_REQ ? &p->b : k == AX_ROW ? &p->next_n : &p->heads) = n;
     } else {
         attest_mla_params *p = &c->params.mla;
-        *(k == AX_REQ ? &p->b : k == AX_ROW ? &p->s_q : &p->h_q) = n;
+        *(k == AX_REQ    ? &p->b
+          : k == AX_ROW  ? &p->s_q
+          : k == AX_HEAD ? &p->h_q
+          : k == AX_TOPK ? &p->topk
+                         : &p->extra_topk) = n;
     }
 }
 
@@ -62,6 +72,8 @@ static int tensor_axis(const attest_case *c, const char *name, axis_kind k, int 
         }
         return -1;
     }
+    if (k == AX_TOPK || k == AX_XTOPK)
+        return !strcmp(name, k == AX_TOPK ? "indices" : "extra_indices") ? 2 : -1;
     if (!strcmp(name, "q_bf16")) return (int)k;
     if (!strcmp(name, "indices") || !strcmp(name, "extra_indices"))
         return k == AX_HEAD ? -1 : (int)k;
@@ -85,6 +97,27 @@ static void copy_select(const attest_tensor *src, attest_tensor *dst, int axis, 
         for (int64_t k = 0; k < n_keep; k++)
             memcpy(o + (i * (size_t)n_keep + (size_t)k) * inner,
                    s + (i * old_n + (size_t)keep[k]) * inner, inner);
+}
+
+/* After index slots `keep` of each row were kept, a request's topk_length counts the kept slots
+ * below its old length, so every kept slot stays on the side of the length it was on; a length
+ * past the old width keeps its excess (a kernel must clamp it either way). */
+static void keep_lengths(const attest_case *src, attest_case *dst, axis_kind k, const int64_t *keep,
+                         int64_t n_keep)
+{
+    const char *name = k == AX_TOPK ? "topk_length" : "extra_topk_length";
+    const attest_tensor *s = attest_case_tensor_const(src, name);
+    attest_tensor *d = attest_case_tensor(dst, name);
+    if (s == NULL || s->data == NULL || d == NULL || d->data == NULL) return;
+    const int64_t old_width = axis_count(src, k);
+    const int32_t *from = s->data;
+    int32_t *to = d->data;
+    for (size_t r = 0; r < attest_tensor_count(d) && r < attest_tensor_count(s); r++) {
+        const int64_t len = from[r];
+        int64_t n = 0;
+        for (int64_t j = 0; j < n_keep; j++) n += keep[j] < len;
+        to[r] = len > old_width ? (int32_t)(n_keep + (len - old_width)) : len < 0 ? from[r] : (int32_t)n;
+    }
 }
 
 /* A heap copy of src with only `keep` (n_keep of them) along axis kind k; n_keep < 0: a plain
@@ -142,6 +175,7 @@ static attest_status reshape(const attest_case *src, axis_kind k, const int64_t 
         copy_select(s, t, 0, sel, n);
         free(sel);
     }
+    if (n_keep >= 0 && (k == AX_TOPK || k == AX_XTOPK)) keep_lengths(src, dst, k, keep, n_keep);
     return ATTEST_OK;
 }
 
@@ -274,7 +308,7 @@ attest_status attest_minimize_case(const attest_case *in, attest_minimize_predic
     const int mla = in->kernel == ATTEST_KERNEL_MLA_DECODE;
     for (int changed = 1; changed && st == ATTEST_OK && !s.broken;) {
         changed = 0;
-        for (int k = AX_REQ; k <= AX_HEAD && st == ATTEST_OK; k++)
+        for (int k = AX_REQ; k <= (mla ? AX_XTOPK : AX_HEAD) && st == ATTEST_OK; k++)
             changed |= reduce_axis(&s, out, (axis_kind)k, &st);
         if (mla) {
             if (st == ATTEST_OK) changed |= reduce_lengths(&s, out, "topk_length", &st);
@@ -300,7 +334,8 @@ attest_status attest_minimize_case(const attest_case *in, attest_minimize_predic
 
 attest_case_size attest_case_size_of(const attest_case *c)
 {
-    attest_case_size z = {axis_count(c, AX_REQ), axis_count(c, AX_ROW), axis_count(c, AX_HEAD), 0};
+    attest_case_size z = {axis_count(c, AX_REQ), axis_count(c, AX_ROW), axis_count(c, AX_HEAD), 0,
+                          axis_count(c, AX_TOPK), axis_count(c, AX_XTOPK)};
     if (c->kernel == ATTEST_KERNEL_INDEXER) {
         const attest_tensor *t = attest_case_tensor_const(c, "context_lens");
         for (size_t i = 0; t && t->data && i < attest_tensor_count(t); i++)
@@ -322,4 +357,19 @@ attest_case_size attest_case_size_of(const attest_case *c)
         }
     }
     return z;
+}
+
+void attest_case_size_describe(const attest_case *c, char *buf, size_t cap)
+{
+    if (buf == NULL || cap == 0) return;
+    const attest_case_size z = attest_case_size_of(c);
+    if (c->kernel != ATTEST_KERNEL_MLA_DECODE) {
+        snprintf(buf, cap, "b=%d next_n=%d heads=%d positions=%" PRId64, z.requests, z.rows,
+                 z.heads, z.entries);
+        return;
+    }
+    char extra[32] = "";
+    if (c->params.mla.has_extra) snprintf(extra, sizeof extra, " extra_topk=%d", z.extra_topk);
+    snprintf(buf, cap, "b=%d s_q=%d h=%d topk=%d%s index entries=%" PRId64, z.requests, z.rows,
+             z.heads, z.topk, extra, z.entries);
 }
