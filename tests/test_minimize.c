@@ -152,6 +152,75 @@ static void narrows_index_rows(void **state)
     }
 }
 
+/* "Fails while some index slot names a page holding these bytes" (one page of the original
+ * pool): the pool shrinks to that page alone, moved to page 0, with the slot following it. A
+ * page copied to the wrong place or an index left pointing at its old page fails the predicate,
+ * so the pool would keep its pages. */
+typedef struct page_need {
+    const uint8_t *bytes;
+    size_t stride;
+    int invalid;
+} page_need;
+
+static int page_pred(const attest_case *c, void *p)
+{
+    page_need *n = p;
+    if (attest_case_check_inputs(c) != ATTEST_OK) n->invalid++;
+    const attest_tensor *t = attest_case_tensor_const(c, "indices");
+    const uint8_t *pool = attest_case_tensor_const(c, "cache_bytes")->data;
+    const int32_t *idx = t->data, P = c->params.mla.page_size;
+    for (size_t k = 0; k < attest_tensor_count(t); k++)
+        if (idx[k] >= 0 && idx[k] / P < c->params.mla.num_pages &&
+            !memcmp(pool + (size_t)(idx[k] / P) * n->stride, n->bytes, n->stride))
+            return 1;
+    return 0;
+}
+
+static void drops_unnamed_pages(void **state)
+{
+    (void)state;
+    attest_gen_options o = attest_gen_defaults(ATTEST_KERNEL_MLA_DECODE);
+    o.high_pools = 0;
+    for (uint64_t i = 0;; i++) {
+        attest_case c, m;
+        memset(&c, 0, sizeof c);
+        assert_ok(attest_generate_case(&o, attest_case_seed(93, i), &c));
+        const attest_mla_params *p = &c.params.mla;
+        const int32_t *idx = attest_case_tensor_const(&c, "indices")->data;
+        const size_t n_idx = attest_tensor_count(attest_case_tensor_const(&c, "indices"));
+        int32_t last = -1;
+        for (size_t k = 0; k < n_idx; k++)
+            if (idx[k] >= 0) last = idx[k];
+        if (c.sparse_pools != 0 || p->num_pages < 3 || last < 0 || last / p->page_size == 0) {
+            attest_case_free(&c);
+            continue;
+        }
+        const uint8_t *pool = attest_case_tensor_const(&c, "cache_bytes")->data;
+        page_need n = {pool + (size_t)(last / p->page_size) * (size_t)p->page_stride,
+                       (size_t)p->page_stride, 0};
+        /* the page must be told apart from every other (unused pages are all poison alike) */
+        int alike = 0;
+        for (int32_t q = 0; q < p->num_pages; q++)
+            alike += !memcmp(pool + (size_t)q * n.stride, n.bytes, n.stride);
+        if (alike != 1) {
+            attest_case_free(&c);
+            continue;
+        }
+        assert_int_equal(page_pred(&c, &n), 1);
+        assert_ok(attest_minimize_case(&c, page_pred, &n, 0, &m, NULL));
+        assert_int_equal(m.params.mla.num_pages, 1);
+        if (m.params.mla.has_extra) assert_int_equal(m.params.mla.extra_num_pages, 1);
+        assert_int_equal(page_pred(&m, &n), 1);
+        const attest_case_size z = attest_case_size_of(&m);
+        assert_int_equal(z.topk, 1);
+        assert_int_equal(n.invalid, 0);
+        assert_ok(attest_case_check_inputs(&m));
+        attest_case_free(&m);
+        attest_case_free(&c);
+        return;
+    }
+}
+
 /* The budget bounds the calls; a predicate that cannot judge is an error, not a result. */
 static void budget_and_broken_predicate(void **state)
 {
@@ -174,6 +243,7 @@ int main(void)
         cmocka_unit_test(keeps_what_the_failure_needs),
         cmocka_unit_test(budget_and_broken_predicate),
         cmocka_unit_test(narrows_index_rows),
+        cmocka_unit_test(drops_unnamed_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* Case minimizer (attest/minimize.h): structural reductions (requests, query rows, heads, and
- * for mla-decode the index slots of each scope's rows) by
+ * for mla-decode the index slots of each scope's rows and the pool pages no slot names) by
  * copying slices of the per-request tensors into a smaller case, then value reductions (index
  * slots to -1, shorter lengths) on copies, each kept only when the predicate still fails. The
  * search is the usual delta-debugging shape: remove chunks of half the items, then quarters, down
@@ -296,6 +296,117 @@ static int reduce_lengths(search *s, attest_case *cur, const char *name, attest_
     return any;
 }
 
+/* One mla scope's pool and what indexes it. */
+typedef struct pool_names {
+    const char *pool, *truth, *indices;
+} pool_names;
+
+static const pool_names scope_names[2] = {{"cache_bytes", "kv_true", "indices"},
+                                          {"extra_cache_bytes", "extra_kv_true", "extra_indices"}};
+
+static int32_t *scope_pages(attest_case *c, int extra)
+{
+    return extra ? &c->params.mla.extra_num_pages : &c->params.mla.num_pages;
+}
+
+/* A heap copy of src without the pool pages `drop` marks (none of which an index slot names):
+ * the kept pages move down in order and every index follows its page. */
+static attest_status drop_pages(const attest_case *src, int extra, const uint8_t *drop,
+                                int32_t n_drop, attest_case *dst)
+{
+    const pool_names *nm = &scope_names[extra];
+    const int32_t old_pages = *scope_pages((attest_case *)src, extra);
+    const int64_t P = extra ? src->params.mla.extra_page_size : src->params.mla.page_size;
+    int64_t *map = malloc((size_t)old_pages * sizeof *map);
+    if (map == NULL) return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "minimizer: out of memory");
+    int64_t next = 0;
+    for (int32_t i = 0; i < old_pages; i++) map[i] = drop[i] ? -1 : next++;
+    memset(dst, 0, sizeof *dst);
+    dst->kernel = src->kernel;
+    dst->seed = src->seed;
+    dst->params = src->params;
+    *scope_pages(dst, extra) = old_pages - n_drop;
+    attest_status st = attest_case_define_tensors(dst, has_truth(src));
+    if (st == ATTEST_OK) st = attest_case_alloc_heap(dst);
+    for (size_t i = 0; i < dst->num_tensors && st == ATTEST_OK; i++) {
+        attest_tensor *t = &dst->tensors[i];
+        if (t->role == ATTEST_ROLE_OUTPUT) continue;
+        const attest_tensor *s = attest_case_tensor_const(src, t->name);
+        if (s == NULL || s->data == NULL) continue;
+        if (!strcmp(t->name, nm->pool) || !strcmp(t->name, nm->truth)) {
+            const size_t per_page = s->nbytes / (size_t)old_pages;
+            for (int32_t p = 0; p < old_pages; p++)
+                if (map[p] >= 0)
+                    memcpy((uint8_t *)t->data + (size_t)map[p] * per_page,
+                           (const uint8_t *)s->data + (size_t)p * per_page, per_page);
+        } else if (!strcmp(t->name, nm->indices)) {
+            const int32_t *from = s->data;
+            int32_t *to = t->data;
+            for (size_t k = 0; k < attest_tensor_count(t); k++) {
+                const int64_t v = from[k], page = v / P;
+                to[k] = v >= 0 && page < old_pages && map[page] >= 0
+                            ? (int32_t)(map[page] * P + v % P)
+                            : from[k];
+            }
+        } else if (s->nbytes == t->nbytes) {
+            st = attest_case_copy_tensor(dst, src, (size_t)(s - src->tensors));
+        }
+    }
+    free(map);
+    if (st != ATTEST_OK) attest_case_free(dst);
+    return st;
+}
+
+/* Drops pool pages of one mla scope that no index slot names (valid or not, below topk_length
+ * or past it), in chunks while the predicate allows: a minimized finding keeps the pages its
+ * indices reach and those the failure needs (a kernel reading the wrong page needs that page).
+ * Dense pools only: a sparse pool's high offset is often what the finding is about. */
+static int reduce_pages(search *s, attest_case *cur, int extra, attest_status *st)
+{
+    const pool_names *nm = &scope_names[extra];
+    if (cur->sparse_pools != 0 || (extra && !cur->params.mla.has_extra)) return 0;
+    int any = 0;
+    for (int progress = 1; progress && *st == ATTEST_OK;) {
+        progress = 0;
+        const int32_t pages = *scope_pages(cur, extra);
+        const attest_tensor *t = attest_case_tensor_const(cur, nm->indices);
+        if (t == NULL || t->data == NULL || pages <= 1) return any;
+        const int64_t P = extra ? cur->params.mla.extra_page_size : cur->params.mla.page_size;
+        uint8_t *named = calloc((size_t)pages, 1), *drop = calloc((size_t)pages, 1);
+        int32_t *unnamed = malloc((size_t)pages * sizeof *unnamed);
+        if (!named || !drop || !unnamed) {
+            free(named), free(drop), free(unnamed);
+            *st = attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "minimizer: out of memory");
+            return any;
+        }
+        const int32_t *idx = t->data;
+        for (size_t k = 0; k < attest_tensor_count(t); k++)
+            if (idx[k] >= 0 && idx[k] / P < pages) named[idx[k] / P] = 1;
+        int32_t n = 0;
+        for (int32_t p = 0; p < pages; p++)
+            if (!named[p]) unnamed[n++] = p;
+        if (n == pages) n--; /* a pool keeps one page */
+        for (int32_t chunk = n; chunk >= 1 && !progress && *st == ATTEST_OK; chunk /= 2) {
+            for (int32_t start = 0; start < n && !progress; start += chunk) {
+                const int32_t end = start + chunk < n ? start + chunk : n;
+                memset(drop, 0, (size_t)pages);
+                for (int32_t j = start; j < end; j++) drop[unnamed[j]] = 1;
+                attest_case next;
+                *st = drop_pages(cur, extra, drop, end - start, &next);
+                if (*st != ATTEST_OK) break;
+                if (try_case(s, &next)) {
+                    replace(cur, &next);
+                    progress = any = 1;
+                } else {
+                    attest_case_free(&next);
+                }
+            }
+        }
+        free(named), free(drop), free(unnamed);
+    }
+    return any;
+}
+
 attest_status attest_minimize_case(const attest_case *in, attest_minimize_predicate pred, void *ctx,
                                    uint32_t max_tries, attest_case *out,
                                    attest_minimize_stats *stats)
@@ -315,6 +426,8 @@ attest_status attest_minimize_case(const attest_case *in, attest_minimize_predic
             if (st == ATTEST_OK) changed |= reduce_lengths(&s, out, "extra_topk_length", &st);
             if (st == ATTEST_OK) changed |= reduce_indices(&s, out, "indices", &st);
             if (st == ATTEST_OK) changed |= reduce_indices(&s, out, "extra_indices", &st);
+            if (st == ATTEST_OK) changed |= reduce_pages(&s, out, 0, &st);
+            if (st == ATTEST_OK) changed |= reduce_pages(&s, out, 1, &st);
         } else if (st == ATTEST_OK) {
             changed |= reduce_lengths(&s, out, "context_lens", &st);
         }
