@@ -162,15 +162,30 @@ typedef struct page_need {
     int invalid;
 } page_need;
 
+/* What names a page of the main pool: token ids of P per page, or the indexer's block ids. */
+static const char *namer(const attest_case *c)
+{
+    return c->kernel == ATTEST_KERNEL_INDEXER ? "block_table" : "indices";
+}
+static int32_t unit(const attest_case *c)
+{
+    return c->kernel == ATTEST_KERNEL_INDEXER ? 1 : c->params.mla.page_size;
+}
+static int32_t pool_pages(const attest_case *c)
+{
+    return c->kernel == ATTEST_KERNEL_INDEXER ? c->params.indexer.num_blocks
+                                              : c->params.mla.num_pages;
+}
+
 static int page_pred(const attest_case *c, void *p)
 {
     page_need *n = p;
     if (attest_case_check_inputs(c) != ATTEST_OK) n->invalid++;
-    const attest_tensor *t = attest_case_tensor_const(c, "indices");
+    const attest_tensor *t = attest_case_tensor_const(c, namer(c));
     const uint8_t *pool = attest_case_tensor_const(c, "cache_bytes")->data;
-    const int32_t *idx = t->data, P = c->params.mla.page_size;
+    const int32_t *idx = t->data, P = unit(c);
     for (size_t k = 0; k < attest_tensor_count(t); k++)
-        if (idx[k] >= 0 && idx[k] / P < c->params.mla.num_pages &&
+        if (idx[k] >= 0 && idx[k] / P < pool_pages(c) &&
             !memcmp(pool + (size_t)(idx[k] / P) * n->stride, n->bytes, n->stride))
             return 1;
     return 0;
@@ -179,45 +194,61 @@ static int page_pred(const attest_case *c, void *p)
 static void drops_unnamed_pages(void **state)
 {
     (void)state;
-    attest_gen_options o = attest_gen_defaults(ATTEST_KERNEL_MLA_DECODE);
-    o.high_pools = 0;
-    for (uint64_t i = 0;; i++) {
-        attest_case c, m;
-        memset(&c, 0, sizeof c);
-        assert_ok(attest_generate_case(&o, attest_case_seed(93, i), &c));
-        const attest_mla_params *p = &c.params.mla;
-        const int32_t *idx = attest_case_tensor_const(&c, "indices")->data;
-        const size_t n_idx = attest_tensor_count(attest_case_tensor_const(&c, "indices"));
-        int32_t last = -1;
-        for (size_t k = 0; k < n_idx; k++)
-            if (idx[k] >= 0) last = idx[k];
-        if (c.sparse_pools != 0 || p->num_pages < 3 || last < 0 || last / p->page_size == 0) {
+    const attest_kernel kernels[] = {ATTEST_KERNEL_MLA_DECODE, ATTEST_KERNEL_INDEXER};
+    for (int kk = 0; kk < 2; kk++) {
+        attest_gen_options o = attest_gen_defaults(kernels[kk]);
+        o.high_pools = 0;
+        for (uint64_t i = 0;; i++) {
+            attest_case c, m;
+            memset(&c, 0, sizeof c);
+            assert_ok(attest_generate_case(&o, attest_case_seed(93, i), &c));
+            const attest_tensor *names = attest_case_tensor_const(&c, namer(&c));
+            const int32_t *idx = names->data;
+            int32_t last = -1;
+            for (size_t k = 0; k < attest_tensor_count(names); k++)
+                if (idx[k] >= 0) last = idx[k];
+            const int32_t pages = pool_pages(&c);
+            if (c.sparse_pools != 0 || pages < 3 || last < 0 || last / unit(&c) == 0) {
+                attest_case_free(&c);
+                continue;
+            }
+            const attest_tensor *pt = attest_case_tensor_const(&c, "cache_bytes");
+            const uint8_t *pool = pt->data;
+            page_need n = {NULL, pt->nbytes / (size_t)pages, 0};
+            n.bytes = pool + (size_t)(last / unit(&c)) * n.stride;
+            /* the page must be told apart from every other (unused pages are all poison alike) */
+            int alike = 0;
+            for (int32_t q = 0; q < pages; q++)
+                alike += !memcmp(pool + (size_t)q * n.stride, n.bytes, n.stride);
+            if (alike != 1) {
+                attest_case_free(&c);
+                continue;
+            }
+            assert_int_equal(page_pred(&c, &n), 1);
+            assert_ok(attest_minimize_case(&c, page_pred, &n, 0, &m, NULL));
+            /* Every page left is one something names: for mla the one slot left; the indexer
+             * keeps its request's block-table row, stale entries past its blocks included. */
+            const attest_tensor *mn = attest_case_tensor_const(&m, namer(&m));
+            uint8_t named[64] = {0};
+            int32_t distinct = 0;
+            assert_true(pool_pages(&m) <= 64);
+            for (size_t k = 0; k < attest_tensor_count(mn); k++) {
+                const int32_t v = ((const int32_t *)mn->data)[k];
+                if (v >= 0 && v / unit(&m) < pool_pages(&m) && !named[v / unit(&m)]++) distinct++;
+            }
+            assert_int_equal(pool_pages(&m), distinct);
+            if (kernels[kk] == ATTEST_KERNEL_MLA_DECODE) {
+                assert_int_equal(pool_pages(&m), 1);
+                if (m.params.mla.has_extra) assert_int_equal(m.params.mla.extra_num_pages, 1);
+                assert_int_equal(attest_case_size_of(&m).topk, 1);
+            }
+            assert_int_equal(page_pred(&m, &n), 1);
+            assert_int_equal(n.invalid, 0);
+            assert_ok(attest_case_check_inputs(&m));
+            attest_case_free(&m);
             attest_case_free(&c);
-            continue;
+            break;
         }
-        const uint8_t *pool = attest_case_tensor_const(&c, "cache_bytes")->data;
-        page_need n = {pool + (size_t)(last / p->page_size) * (size_t)p->page_stride,
-                       (size_t)p->page_stride, 0};
-        /* the page must be told apart from every other (unused pages are all poison alike) */
-        int alike = 0;
-        for (int32_t q = 0; q < p->num_pages; q++)
-            alike += !memcmp(pool + (size_t)q * n.stride, n.bytes, n.stride);
-        if (alike != 1) {
-            attest_case_free(&c);
-            continue;
-        }
-        assert_int_equal(page_pred(&c, &n), 1);
-        assert_ok(attest_minimize_case(&c, page_pred, &n, 0, &m, NULL));
-        assert_int_equal(m.params.mla.num_pages, 1);
-        if (m.params.mla.has_extra) assert_int_equal(m.params.mla.extra_num_pages, 1);
-        assert_int_equal(page_pred(&m, &n), 1);
-        const attest_case_size z = attest_case_size_of(&m);
-        assert_int_equal(z.topk, 1);
-        assert_int_equal(n.invalid, 0);
-        assert_ok(attest_case_check_inputs(&m));
-        attest_case_free(&m);
-        attest_case_free(&c);
-        return;
     }
 }
 

@@ -1,5 +1,5 @@
-/* Case minimizer (attest/minimize.h): structural reductions (requests, query rows, heads, and
- * for mla-decode the index slots of each scope's rows and the pool pages no slot names) by
+/* Case minimizer (attest/minimize.h): structural reductions (requests, query rows, heads, for
+ * mla-decode the index slots of each scope's rows, and the pool pages or blocks nothing names) by
  * copying slices of the per-request tensors into a smaller case, then value reductions (index
  * slots to -1, shorter lengths) on copies, each kept only when the predicate still fails. The
  * search is the usual delta-debugging shape: remove chunks of half the items, then quarters, down
@@ -296,17 +296,30 @@ static int reduce_lengths(search *s, attest_case *cur, const char *name, attest_
     return any;
 }
 
-/* One mla scope's pool and what indexes it. */
+/* A pool and what names its pages: an mla scope's indices (token ids, page * P + slot) or the
+ * indexer's block table (block ids). */
+enum { POOL_MLA = 0, POOL_MLA_EXTRA = 1, POOL_INDEXER = 2 };
 typedef struct pool_names {
     const char *pool, *truth, *indices;
 } pool_names;
 
-static const pool_names scope_names[2] = {{"cache_bytes", "kv_true", "indices"},
-                                          {"extra_cache_bytes", "extra_kv_true", "extra_indices"}};
+static const pool_names scope_names[3] = {{"cache_bytes", "kv_true", "indices"},
+                                          {"extra_cache_bytes", "extra_kv_true", "extra_indices"},
+                                          {"cache_bytes", "k_true", "block_table"}};
 
 static int32_t *scope_pages(attest_case *c, int extra)
 {
-    return extra ? &c->params.mla.extra_num_pages : &c->params.mla.num_pages;
+    return extra == POOL_INDEXER     ? &c->params.indexer.num_blocks
+           : extra == POOL_MLA_EXTRA ? &c->params.mla.extra_num_pages
+                                     : &c->params.mla.num_pages;
+}
+
+/* What one name counts for: tokens per page, 1 for a block id. */
+static int64_t scope_unit(const attest_case *c, int extra)
+{
+    return extra == POOL_INDEXER     ? 1
+           : extra == POOL_MLA_EXTRA ? c->params.mla.extra_page_size
+                                     : c->params.mla.page_size;
 }
 
 /* A heap copy of src without the pool pages `drop` marks (none of which an index slot names):
@@ -316,7 +329,7 @@ static attest_status drop_pages(const attest_case *src, int extra, const uint8_t
 {
     const pool_names *nm = &scope_names[extra];
     const int32_t old_pages = *scope_pages((attest_case *)src, extra);
-    const int64_t P = extra ? src->params.mla.extra_page_size : src->params.mla.page_size;
+    const int64_t P = scope_unit(src, extra);
     int64_t *map = malloc((size_t)old_pages * sizeof *map);
     if (map == NULL) return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "minimizer: out of memory");
     int64_t next = 0;
@@ -358,20 +371,21 @@ static attest_status drop_pages(const attest_case *src, int extra, const uint8_t
 }
 
 /* Drops pool pages of one mla scope that no index slot names (valid or not, below topk_length
- * or past it), in chunks while the predicate allows: a minimized finding keeps the pages its
- * indices reach and those the failure needs (a kernel reading the wrong page needs that page).
- * Dense pools only: a sparse pool's high offset is often what the finding is about. */
+ * or past it), or the indexer's blocks no block-table entry names (past a request's blocks
+ * too), in chunks while the predicate allows: a minimized finding keeps the pages its indices
+ * reach and those the failure needs (a kernel reading the wrong page needs that page). Dense
+ * pools only: a sparse pool's high offset is often what the finding is about. */
 static int reduce_pages(search *s, attest_case *cur, int extra, attest_status *st)
 {
     const pool_names *nm = &scope_names[extra];
-    if (cur->sparse_pools != 0 || (extra && !cur->params.mla.has_extra)) return 0;
+    if (cur->sparse_pools != 0 || (extra == POOL_MLA_EXTRA && !cur->params.mla.has_extra)) return 0;
     int any = 0;
     for (int progress = 1; progress && *st == ATTEST_OK;) {
         progress = 0;
         const int32_t pages = *scope_pages(cur, extra);
         const attest_tensor *t = attest_case_tensor_const(cur, nm->indices);
         if (t == NULL || t->data == NULL || pages <= 1) return any;
-        const int64_t P = extra ? cur->params.mla.extra_page_size : cur->params.mla.page_size;
+        const int64_t P = scope_unit(cur, extra);
         uint8_t *named = calloc((size_t)pages, 1), *drop = calloc((size_t)pages, 1);
         int32_t *unnamed = malloc((size_t)pages * sizeof *unnamed);
         if (!named || !drop || !unnamed) {
@@ -426,10 +440,11 @@ attest_status attest_minimize_case(const attest_case *in, attest_minimize_predic
             if (st == ATTEST_OK) changed |= reduce_lengths(&s, out, "extra_topk_length", &st);
             if (st == ATTEST_OK) changed |= reduce_indices(&s, out, "indices", &st);
             if (st == ATTEST_OK) changed |= reduce_indices(&s, out, "extra_indices", &st);
-            if (st == ATTEST_OK) changed |= reduce_pages(&s, out, 0, &st);
-            if (st == ATTEST_OK) changed |= reduce_pages(&s, out, 1, &st);
+            if (st == ATTEST_OK) changed |= reduce_pages(&s, out, POOL_MLA, &st);
+            if (st == ATTEST_OK) changed |= reduce_pages(&s, out, POOL_MLA_EXTRA, &st);
         } else if (st == ATTEST_OK) {
             changed |= reduce_lengths(&s, out, "context_lens", &st);
+            if (st == ATTEST_OK) changed |= reduce_pages(&s, out, POOL_INDEXER, &st);
         }
         if (s.stats.tries >= s.max_tries) break;
     }
