@@ -204,9 +204,17 @@ static void drops_unnamed_pages(void **state)
             assert_ok(attest_generate_case(&o, attest_case_seed(93, i), &c));
             const attest_tensor *names = attest_case_tensor_const(&c, namer(&c));
             const int32_t *idx = names->data;
+            /* the last slot that names a page (indexer: inside a request's blocks, so that the
+             * entries past them are not what the predicate needs) */
             int32_t last = -1;
-            for (size_t k = 0; k < attest_tensor_count(names); k++)
+            for (size_t k = 0; k < attest_tensor_count(names); k++) {
+                if (c.kernel == ATTEST_KERNEL_INDEXER) {
+                    const int64_t w = names->shape[1], r = (int64_t)k / w, j = (int64_t)k % w;
+                    const int32_t len = ((const int32_t *)attest_case_tensor_const(&c, "context_lens")->data)[r];
+                    if (j >= (len + 63) / 64) continue;
+                }
                 if (idx[k] >= 0) last = idx[k];
+            }
             const int32_t pages = pool_pages(&c);
             if (c.sparse_pools != 0 || pages < 3 || last < 0 || last / unit(&c) == 0) {
                 attest_case_free(&c);
@@ -226,8 +234,8 @@ static void drops_unnamed_pages(void **state)
             }
             assert_int_equal(page_pred(&c, &n), 1);
             assert_ok(attest_minimize_case(&c, page_pred, &n, 0, &m, NULL));
-            /* Every page left is one something names: for mla the one slot left; the indexer
-             * keeps its request's block-table row, stale entries past its blocks included. */
+            /* Every page left is one something names: for mla the one slot left; for the
+             * indexer its request's blocks (entries past them go to -1, then their blocks). */
             const attest_tensor *mn = attest_case_tensor_const(&m, namer(&m));
             uint8_t named[64] = {0};
             int32_t distinct = 0;
@@ -237,6 +245,16 @@ static void drops_unnamed_pages(void **state)
                 if (v >= 0 && v / unit(&m) < pool_pages(&m) && !named[v / unit(&m)]++) distinct++;
             }
             assert_int_equal(pool_pages(&m), distinct);
+            if (kernels[kk] == ATTEST_KERNEL_INDEXER) {
+                const int32_t len = ((const int32_t *)attest_case_tensor_const(&m, "context_lens")->data)[0];
+                const int64_t w = mn->shape[1];
+                const uint8_t *mp = attest_case_tensor_const(&m, "cache_bytes")->data;
+                for (int64_t j = (len + 63) / 64; j < w; j++) {
+                    /* past the request's blocks only the entry the predicate needs is left */
+                    const int32_t v = ((const int32_t *)mn->data)[j];
+                    if (v >= 0) assert_memory_equal(mp + (size_t)v * n.stride, n.bytes, n.stride);
+                }
+            }
             if (kernels[kk] == ATTEST_KERNEL_MLA_DECODE) {
                 assert_int_equal(pool_pages(&m), 1);
                 if (m.params.mla.has_extra) assert_int_equal(m.params.mla.extra_num_pages, 1);

@@ -296,6 +296,49 @@ static int reduce_lengths(search *s, attest_case *cur, const char *name, attest_
     return any;
 }
 
+/* Sets chunks of the indexer's block-table entries past each request's blocks (the -1 or stale
+ * ids serving engines leave there) to -1, so the blocks only they name can go too. */
+static int reduce_block_tails(search *s, attest_case *cur, attest_status *st)
+{
+    int any = 0;
+    for (;;) {
+        const attest_tensor *t = attest_case_tensor_const(cur, "block_table");
+        const attest_tensor *l = attest_case_tensor_const(cur, "context_lens");
+        if (!t || !t->data || !l || !l->data || t->rank != 2) return any;
+        const int32_t *bt = t->data, *lens = l->data;
+        const int64_t width = t->shape[1];
+        size_t n = 0;
+        for (int64_t r = 0; r < t->shape[0]; r++)
+            for (int64_t j = ((int64_t)lens[r] + ATTEST_INDEXER_BLOCK - 1) / ATTEST_INDEXER_BLOCK;
+                 j >= 0 && j < width; j++)
+                n += bt[r * width + j] >= 0;
+        int removed = 0;
+        for (size_t chunk = n; chunk >= 1 && n > 0 && !removed; chunk /= 2) {
+            for (size_t start = 0; start < n && !removed; start += chunk) {
+                attest_case next;
+                *st = reshape(cur, AX_REQ, NULL, -1, &next);
+                if (*st != ATTEST_OK) return any;
+                int32_t *w = attest_case_tensor(&next, "block_table")->data;
+                size_t seen = 0;
+                for (int64_t r = 0; r < t->shape[0]; r++)
+                    for (int64_t j = ((int64_t)lens[r] + ATTEST_INDEXER_BLOCK - 1) / ATTEST_INDEXER_BLOCK;
+                         j >= 0 && j < width; j++) {
+                        if (w[r * width + j] < 0) continue;
+                        if (seen >= start && seen < start + chunk) w[r * width + j] = -1;
+                        seen++;
+                    }
+                if (try_case(s, &next)) {
+                    replace(cur, &next);
+                    removed = any = 1;
+                } else {
+                    attest_case_free(&next);
+                }
+            }
+        }
+        if (!removed) return any;
+    }
+}
+
 /* A pool and what names its pages: an mla scope's indices (token ids, page * P + slot) or the
  * indexer's block table (block ids). */
 enum { POOL_MLA = 0, POOL_MLA_EXTRA = 1, POOL_INDEXER = 2 };
@@ -444,6 +487,7 @@ attest_status attest_minimize_case(const attest_case *in, attest_minimize_predic
             if (st == ATTEST_OK) changed |= reduce_pages(&s, out, POOL_MLA_EXTRA, &st);
         } else if (st == ATTEST_OK) {
             changed |= reduce_lengths(&s, out, "context_lens", &st);
+            if (st == ATTEST_OK) changed |= reduce_block_tails(&s, out, &st);
             if (st == ATTEST_OK) changed |= reduce_pages(&s, out, POOL_INDEXER, &st);
         }
         if (s.stats.tries >= s.max_tries) break;
