@@ -227,8 +227,24 @@ static int reduce_axis(search *s, attest_case *cur, axis_kind k, attest_status *
     return any;
 }
 
-/* Sets chunks of valid (non -1) slots of an mla index tensor to -1. */
-static int reduce_indices(search *s, attest_case *cur, const char *name, attest_status *st)
+/* Whether entry i (flat) of tensor t of case c may be set to -1; NULL: every entry may. */
+typedef int (*clearable_fn)(const attest_case *c, const attest_tensor *t, size_t i);
+
+/* The indexer's block-table entries past a request's blocks (the -1 or stale ids serving
+ * engines leave there): clearing them lets the blocks only they name go too. */
+static int past_request_blocks(const attest_case *c, const attest_tensor *t, size_t i)
+{
+    const attest_tensor *l = attest_case_tensor_const(c, "context_lens");
+    if (l == NULL || l->data == NULL || t->rank != 2) return 0;
+    const size_t width = (size_t)t->shape[1];
+    const int64_t len = ((const int32_t *)l->data)[i / width];
+    return (int64_t)(i % width) >= (len + ATTEST_INDEXER_BLOCK - 1) / ATTEST_INDEXER_BLOCK;
+}
+
+/* Sets chunks of the entries of `name` that are not -1 (and that `clearable` allows) to -1:
+ * an mla index tensor's slots, the indexer's block-table tails. */
+static int reduce_indices(search *s, attest_case *cur, const char *name, clearable_fn clearable,
+                          attest_status *st)
 {
     int any = 0;
     for (;;) {
@@ -237,7 +253,8 @@ static int reduce_indices(search *s, attest_case *cur, const char *name, attest_
         const int32_t *idx = t->data;
         const size_t total = attest_tensor_count(t);
         size_t n = 0;
-        for (size_t i = 0; i < total; i++) n += idx[i] != -1;
+        for (size_t i = 0; i < total; i++)
+            n += idx[i] != -1 && (clearable == NULL || clearable(cur, t, i));
         int removed = 0;
         for (size_t chunk = n / 2 > 0 ? n / 2 : 1; chunk >= 1 && n > 0 && !removed; chunk /= 2) {
             for (size_t start = 0; start < n && !removed; start += chunk) {
@@ -247,7 +264,7 @@ static int reduce_indices(search *s, attest_case *cur, const char *name, attest_
                 int32_t *w = attest_case_tensor(&next, name)->data;
                 size_t seen = 0;
                 for (size_t i = 0; i < total; i++) {
-                    if (w[i] == -1) continue;
+                    if (w[i] == -1 || (clearable != NULL && !clearable(cur, t, i))) continue;
                     if (seen >= start && seen < start + chunk) w[i] = -1;
                     seen++;
                 }
@@ -294,49 +311,6 @@ static int reduce_lengths(search *s, attest_case *cur, const char *name, attest_
         }
     }
     return any;
-}
-
-/* Sets chunks of the indexer's block-table entries past each request's blocks (the -1 or stale
- * ids serving engines leave there) to -1, so the blocks only they name can go too. */
-static int reduce_block_tails(search *s, attest_case *cur, attest_status *st)
-{
-    int any = 0;
-    for (;;) {
-        const attest_tensor *t = attest_case_tensor_const(cur, "block_table");
-        const attest_tensor *l = attest_case_tensor_const(cur, "context_lens");
-        if (!t || !t->data || !l || !l->data || t->rank != 2) return any;
-        const int32_t *bt = t->data, *lens = l->data;
-        const int64_t width = t->shape[1];
-        size_t n = 0;
-        for (int64_t r = 0; r < t->shape[0]; r++)
-            for (int64_t j = ((int64_t)lens[r] + ATTEST_INDEXER_BLOCK - 1) / ATTEST_INDEXER_BLOCK;
-                 j >= 0 && j < width; j++)
-                n += bt[r * width + j] >= 0;
-        int removed = 0;
-        for (size_t chunk = n; chunk >= 1 && n > 0 && !removed; chunk /= 2) {
-            for (size_t start = 0; start < n && !removed; start += chunk) {
-                attest_case next;
-                *st = reshape(cur, AX_REQ, NULL, -1, &next);
-                if (*st != ATTEST_OK) return any;
-                int32_t *w = attest_case_tensor(&next, "block_table")->data;
-                size_t seen = 0;
-                for (int64_t r = 0; r < t->shape[0]; r++)
-                    for (int64_t j = ((int64_t)lens[r] + ATTEST_INDEXER_BLOCK - 1) / ATTEST_INDEXER_BLOCK;
-                         j >= 0 && j < width; j++) {
-                        if (w[r * width + j] < 0) continue;
-                        if (seen >= start && seen < start + chunk) w[r * width + j] = -1;
-                        seen++;
-                    }
-                if (try_case(s, &next)) {
-                    replace(cur, &next);
-                    removed = any = 1;
-                } else {
-                    attest_case_free(&next);
-                }
-            }
-        }
-        if (!removed) return any;
-    }
 }
 
 /* A pool and what names its pages: an mla scope's indices (token ids, page * P + slot) or the
@@ -481,13 +455,13 @@ attest_status attest_minimize_case(const attest_case *in, attest_minimize_predic
         if (mla) {
             if (st == ATTEST_OK) changed |= reduce_lengths(&s, out, "topk_length", &st);
             if (st == ATTEST_OK) changed |= reduce_lengths(&s, out, "extra_topk_length", &st);
-            if (st == ATTEST_OK) changed |= reduce_indices(&s, out, "indices", &st);
-            if (st == ATTEST_OK) changed |= reduce_indices(&s, out, "extra_indices", &st);
+            if (st == ATTEST_OK) changed |= reduce_indices(&s, out, "indices", NULL, &st);
+            if (st == ATTEST_OK) changed |= reduce_indices(&s, out, "extra_indices", NULL, &st);
             if (st == ATTEST_OK) changed |= reduce_pages(&s, out, POOL_MLA, &st);
             if (st == ATTEST_OK) changed |= reduce_pages(&s, out, POOL_MLA_EXTRA, &st);
         } else if (st == ATTEST_OK) {
             changed |= reduce_lengths(&s, out, "context_lens", &st);
-            if (st == ATTEST_OK) changed |= reduce_block_tails(&s, out, &st);
+            if (st == ATTEST_OK) changed |= reduce_indices(&s, out, "block_table", past_request_blocks, &st);
             if (st == ATTEST_OK) changed |= reduce_pages(&s, out, POOL_INDEXER, &st);
         }
         if (s.stats.tries >= s.max_tries) break;
