@@ -324,11 +324,11 @@ static const pool_names scope_names[3] = {{"cache_bytes", "kv_true", "indices"},
                                           {"extra_cache_bytes", "extra_kv_true", "extra_indices"},
                                           {"cache_bytes", "k_true", "block_table"}};
 
-static int32_t *scope_pages(attest_case *c, int extra)
+static int32_t scope_page_count(const attest_case *c, int extra)
 {
-    return extra == POOL_INDEXER     ? &c->params.indexer.num_blocks
-           : extra == POOL_MLA_EXTRA ? &c->params.mla.extra_num_pages
-                                     : &c->params.mla.num_pages;
+    return extra == POOL_INDEXER     ? c->params.indexer.num_blocks
+           : extra == POOL_MLA_EXTRA ? c->params.mla.extra_num_pages
+                                     : c->params.mla.num_pages;
 }
 
 /* What one name counts for: tokens per page, 1 for a block id. */
@@ -345,7 +345,7 @@ static attest_status drop_pages(const attest_case *src, int extra, const uint8_t
                                 int32_t n_drop, attest_case *dst)
 {
     const pool_names *nm = &scope_names[extra];
-    const int32_t old_pages = *scope_pages((attest_case *)src, extra);
+    const int32_t old_pages = scope_page_count(src, extra);
     const int64_t P = scope_unit(src, extra);
     int64_t *map = malloc((size_t)old_pages * sizeof *map);
     if (map == NULL) return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "minimizer: out of memory");
@@ -355,7 +355,10 @@ static attest_status drop_pages(const attest_case *src, int extra, const uint8_t
     dst->kernel = src->kernel;
     dst->seed = src->seed;
     dst->params = src->params;
-    *scope_pages(dst, extra) = old_pages - n_drop;
+    const int32_t pages = old_pages - n_drop;
+    if (extra == POOL_INDEXER) dst->params.indexer.num_blocks = pages;
+    else if (extra == POOL_MLA_EXTRA) dst->params.mla.extra_num_pages = pages;
+    else dst->params.mla.num_pages = pages;
     attest_status st = attest_case_define_tensors(dst, has_truth(src));
     if (st == ATTEST_OK) st = attest_case_alloc_heap(dst);
     for (size_t i = 0; i < dst->num_tensors && st == ATTEST_OK; i++) {
@@ -399,7 +402,7 @@ static int reduce_pages(search *s, attest_case *cur, int extra, attest_status *s
     int any = 0;
     for (int progress = 1; progress && *st == ATTEST_OK;) {
         progress = 0;
-        const int32_t pages = *scope_pages(cur, extra);
+        const int32_t pages = scope_page_count(cur, extra);
         const attest_tensor *t = attest_case_tensor_const(cur, nm->indices);
         if (t == NULL || t->data == NULL || pages <= 1) return any;
         const int64_t P = scope_unit(cur, extra);
