@@ -204,22 +204,30 @@ static void test_offsets_past_2g(void **state)
 
 /* The same pool held by the case itself (sparse_pools): attest_case_alloc_heap reserves it, only
  * the used pages are written. */
-static void build_owned_pages(attest_case *c, const int32_t *pages, size_t num_pages);
+static void build_pool_case(attest_case *c, int32_t pool_pages, unsigned sparse_pools,
+                            const int32_t *pages, size_t num_pages);
+
+static void build_owned_pages(attest_case *c, const int32_t *pages, size_t num_pages)
+{
+    build_pool_case(c, NUM_PAGES, ATTEST_POOL_MAIN, pages, num_pages);
+}
 
 static void build_owned(attest_case *c)
 {
     build_owned_pages(c, used_pages, sizeof used_pages / sizeof used_pages[0]);
 }
 
-/* The same with the indices reaching `pages` (TOPK indices spread over them). */
-static void build_owned_pages(attest_case *c, const int32_t *pages, size_t num_pages)
+/* The same with the indices reaching `pages` (TOPK indices spread over them), in a pool of
+ * pool_pages pages held as sparse_pools says. */
+static void build_pool_case(attest_case *c, int32_t pool_pages, unsigned sparse_pools,
+                            const int32_t *pages, size_t num_pages)
 {
     memset(c, 0, sizeof *c);
     c->kernel = ATTEST_KERNEL_MLA_DECODE;
     attest_mla_params *p = &c->params.mla;
     p->layout = ATTEST_LAYOUT_MLA_V4;
     p->page_size = 64;
-    p->num_pages = NUM_PAGES;
+    p->num_pages = pool_pages;
     p->b = 1;
     p->s_q = 1;
     p->h_q = 2;
@@ -227,7 +235,7 @@ static void build_owned_pages(attest_case *c, const int32_t *pages, size_t num_p
     p->d_v = 512;
     p->topk = TOPK;
     p->sm_scale = 0.04419417382415922f;
-    c->sparse_pools = ATTEST_POOL_MAIN;
+    c->sparse_pools = sparse_pools;
     assert_ok(attest_case_define_tensors(c, 0));
     assert_ok(attest_case_alloc_heap(c));
     attest_layout L;
@@ -366,6 +374,43 @@ static void test_runner_keeps_the_pages_both_cases_reach(void **state)
     assert_true(far_again >= same + 16);
     attest_case_free(&all);
     attest_case_free(&near);
+}
+
+/* A case held densely after one held sparsely, in one runner (a fuzz target's mix: a case in
+ * three moves its pool past 2^31): the dense case's arena pages are still placed, so judging it
+ * again faults no more than judging it twice in a row. The sparse case's guard once started right
+ * after its first tensors, where the dense case lays its pool, so releasing the sparse case's
+ * pages took the dense pool's with them and every one of its 146 OS pages faulted in again. */
+static void test_runner_dense_pages_survive_a_sparse_case(void **state)
+{
+    (void)state;
+    attest_case dense, sparse;
+    const int32_t dense_pages[] = {0, 5, 10, 15};
+    build_pool_case(&dense, 16, 0, dense_pages, 4); /* 16 x 37,440 bytes: 146 OS pages */
+    build_owned(&sparse);
+    const attest_candidate *cand = NULL;
+    assert_ok(attest_candidate_resolve("cpu-mla-decode", &cand));
+    attest_runner_options o = attest_runner_defaults();
+    o.reference = attest_ref_simulated;
+    o.isolate = 0;
+    attest_runner *r = NULL;
+    assert_ok(attest_runner_create(cand, &o, &r));
+    assert_int_equal(judge_again(r, &dense), ATTEST_VERDICT_OK);
+    assert_int_equal(judge_again(r, &sparse), ATTEST_VERDICT_OK);
+    assert_int_equal(judge_again(r, &dense), ATTEST_VERDICT_OK);
+    long f0 = minor_faults();
+    assert_int_equal(judge_again(r, &dense), ATTEST_VERDICT_OK);
+    const long same = minor_faults() - f0;
+    assert_int_equal(judge_again(r, &sparse), ATTEST_VERDICT_OK);
+    f0 = minor_faults();
+    assert_int_equal(judge_again(r, &dense), ATTEST_VERDICT_OK);
+    const long after_sparse = minor_faults() - f0;
+    attest_runner_destroy(r);
+    print_message("minor faults judging the dense case: %ld again, %ld after the sparse one\n",
+                  same, after_sparse);
+    assert_true(after_sparse <= same + 32);
+    attest_case_free(&dense);
+    attest_case_free(&sparse);
 }
 
 /* A page the last case placed and this one does not reach faults as any unplaced page does: the
@@ -823,6 +868,7 @@ int main(void)
         cmocka_unit_test(test_runner_places_only_reached_pages),
         cmocka_unit_test(test_runner_unplaced_access_is_a_crash),
         cmocka_unit_test(test_runner_keeps_the_pages_both_cases_reach),
+        cmocka_unit_test(test_runner_dense_pages_survive_a_sparse_case),
         cmocka_unit_test(test_runner_page_of_the_last_case_faults),
         cmocka_unit_test(test_runner_pool_write_is_input_modified),
         cmocka_unit_test(test_in_process_protection_follows_the_case),

@@ -66,6 +66,7 @@ static attest_status arena_map(arena *a, size_t need)
     ATTEST_RETURN_IF(p == MAP_FAILED, ATTEST_ERR_OUT_OF_MEMORY,
                      "arena: cannot map %zu bytes of shared memory: %s", cap, strerror(errno));
     arena_release(a);
+    a->dense_end = 0;
     a->base = p;
     a->capacity = cap;
     a->generation++;
@@ -458,7 +459,12 @@ attest_status arena_place(arena *a, const attest_case *src, int *remapped)
         /* A sparse pool starts on an OS page, so its pages can be protected one by one, after
          * its guard and a canary of one OS page. */
         if (s->sparse) {
-            const size_t guard = align_up(offset, os_page());
+            /* Past every byte a dense case has used: releasing a sparse case's pages (from its
+             * first guard on, sparse_release) then leaves the dense cases' pages committed. A
+             * guard right after the tensors before it took the pages where the next dense case
+             * lays its pool, and that case faulted them in again (a tenth of a fuzz_mla_decode
+             * exec went to those faults, with one case in three held sparsely). */
+            const size_t guard = align_up(offset > a->dense_end ? offset : a->dense_end, os_page());
             s->pre_begin = guard + ARENA_SPARSE_GUARD;
             s->data = s->pre_begin + os_page();
         } else {
@@ -505,6 +511,7 @@ attest_status arena_place(arena *a, const attest_case *src, int *remapped)
     }
     memcpy(a->slots, slots, num * sizeof slots[0]);
     a->num_slots = num;
+    if (num_sparse == 0 && offset > a->dense_end) a->dense_end = offset;
 
     arena_control *ctl = a->control;
     ctl->placed = *src;

@@ -99,6 +99,8 @@ typedef struct arena {
     arena_extent prev[ARENA_MAX_EXTENTS];
     int guarded;          /* this process keeps the placed case's unplaced pages PROT_NONE
                            * between runs (arena_guard) */
+    size_t dense_end;     /* the end of the largest case without sparse pools placed since the
+                           * last re-map: a sparse pool's guard starts past it */
 } arena;
 
 void arena_init(arena *a);
