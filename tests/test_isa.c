@@ -1,6 +1,7 @@
 /* Tests of the per-ISA copies of the vector loops (attest/isa.h): every copy this machine runs
  * gives the portable copy's bits, in the references (simulated, true, bounds) and in the
  * built-in CPU candidates, on generated cases of both families. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include "attest/compare.h"
 #include "attest/generator.h"
 #include "attest/isa.h"
+#include "attest/numerics.h"
 #include "attest/policy.h"
 #include "attest/reference.h"
 #include "attest/registry.h"
@@ -205,12 +207,124 @@ static void test_isa_mla_decode(void **state)
     variants_agree(ATTEST_KERNEL_MLA_DECODE);
 }
 
+/* The comparator's metrics of one comparison, every field, for a byte comparison. */
+static void compare_into(isa_result *r, const double *ref, const double *bound, const void *cand,
+                         attest_dtype dtype, size_t n, const uint8_t *mask, uint32_t poison,
+                         const attest_tolerance *tol)
+{
+    attest_tensor_metrics m;
+    memset(&m, 0, sizeof m);
+    assert_ok(attest_compare_tensor_bounded(ref, bound, cand, dtype, n, NULL, 0, mask, poison, tol,
+                                            &m));
+    append(r, &m, sizeof m);
+}
+
+static uint64_t cmp_rng = 0x9E3779B97F4A7C15ull;
+static uint64_t cmp_next(void)
+{
+    cmp_rng ^= cmp_rng << 13;
+    cmp_rng ^= cmp_rng >> 7;
+    cmp_rng ^= cmp_rng << 17;
+    return cmp_rng;
+}
+static double cmp_unit(void) { return (double)(cmp_next() >> 11) / 9007199254740992.0; }
+
+/* The comparator's block fast path (every ISA but portable) against its element-by-element path
+ * (the portable copy): the same metrics, bit for bit, on tensors of clean blocks (the fast path)
+ * with now and then one element that sends its block down the other path: a NaN, an infinity, a
+ * zero reference, a masked-out element, a failing one, a new worst ratio, a bound of 0, +inf or
+ * NaN, a finite poison pattern, both dtypes, bounds on and off; some tensors start with exact elements, some are exact
+ * throughout, some all zeros, as a lonely query's output (then the first finite pair holds the
+ * worst ratio, 0). */
+static void test_isa_compare(void **state)
+{
+    (void)state;
+    const attest_isa was = attest_isa_active();
+    enum { N = 2048 };
+    static double ref[N], bound[N];
+    static uint16_t cb[N];
+    static float cf[N];
+    static uint8_t mask[N];
+    attest_tolerance tol;
+    memset(&tol, 0, sizeof tol);
+    tol.atol = 1e-5;
+    tol.rtol = 1e-3;
+    tol.cos_diff_max = 1e-5;
+    tol.nmse_max = 1e-4;
+    tol.max_code_distance = 2;
+    tol.vacuity_factor = 10;
+    tol.topk_min_recall = -1;
+    int compared = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        const size_t n = trial % 5 == 0 ? 1 + cmp_next() % N : N - cmp_next() % 70;
+        const unsigned rare = 1 + (unsigned)(cmp_next() % 3000); /* one special in `rare` */
+        for (size_t i = 0; i < n; i++) {
+            const double r = (cmp_unit() - 0.5) * ldexp(1.0, (int)(cmp_next() % 30) - 15);
+            double b = fabs(r) * 2e-3 + 1e-9, c = r + (cmp_unit() - 0.5) * b;
+            ref[i] = r;
+            mask[i] = 1;
+            if (cmp_next() % rare == 0) {
+                switch (cmp_next() % 9) {
+                case 0: ref[i] = NAN; break;
+                case 1: ref[i] = -INFINITY; break;
+                case 2: ref[i] = 0; break;
+                case 3: mask[i] = 0; break;
+                case 4: c = r + 50 * b; break;        /* fails */
+                case 5: c = r + 0.49 * b * 1.9; break; /* a ratio near the worst */
+                case 6: b = 0; break;
+                case 7: b = INFINITY; break;
+                default: c = NAN; break;
+                }
+            }
+            if (trial % 7 == 1 && (i < 3 || trial % 2)) { /* exact: a worst ratio of 0 */
+                ref[i] = trial % 4 == 1 ? 0.0 : attest_bf16_decode(attest_bf16_encode_f64(r));
+                c = ref[i];
+            }
+            bound[i] = b;
+            cf[i] = (float)c;
+            cb[i] = attest_bf16_encode_f64(c);
+        }
+        for (int v = 0; v < 4; v++) {
+            tol.bound_factor = (v & 1) ? -1.0 : 1.0; /* bounds off / on */
+            const int f32 = (v & 2) != 0;
+            const uint8_t *mk = trial % 3 == 0 ? mask : NULL;
+            /* a finite poison pattern, which some element holds: counted as unwritten */
+            uint32_t poison = 0x7FA5A5A5u;
+            if (trial % 6 == 2) {
+                if (f32) memcpy(&poison, &cf[n / 2], sizeof poison);
+                else poison = cb[n / 2];
+            }
+            isa_result portable = {0};
+            assert_ok(attest_isa_pin(ATTEST_ISA_PORTABLE));
+            compare_into(&portable, ref, bound, f32 ? (const void *)cf : (const void *)cb,
+                         f32 ? ATTEST_DTYPE_F32 : ATTEST_DTYPE_BF16, n, mk, poison, &tol);
+            for (int i = 1; i < ATTEST_ISA_COUNT_; i++) {
+                if (!attest_isa_available((attest_isa)i)) continue;
+                isa_result wide = {0};
+                assert_ok(attest_isa_pin((attest_isa)i));
+                compare_into(&wide, ref, bound, f32 ? (const void *)cf : (const void *)cb,
+                             f32 ? ATTEST_DTYPE_F32 : ATTEST_DTYPE_BF16, n, mk, poison, &tol);
+                if (memcmp(wide.bytes, portable.bytes, portable.len) != 0)
+                    fail_msg("trial %d variant %d (n %zu): the %s comparator's metrics differ "
+                             "from the element-by-element ones", trial, v, n,
+                             attest_isa_name((attest_isa)i));
+                free(wide.bytes);
+                compared++;
+            }
+            free(portable.bytes);
+        }
+    }
+    if (compared == 0) print_message("only the portable loops run on this machine\n");
+    assert_ok(attest_isa_pin(was));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isa_pin),
         cmocka_unit_test(test_isa_indexer),
         cmocka_unit_test(test_isa_mla_decode),
+        cmocka_unit_test(test_isa_compare),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
