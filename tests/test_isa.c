@@ -233,7 +233,8 @@ static double cmp_unit(void) { return (double)(cmp_next() >> 11) / 9007199254740
  * (the portable copy): the same metrics, bit for bit, on tensors of clean blocks (the fast path)
  * with now and then one element that sends its block down the other path: a NaN, an infinity, a
  * zero reference, a masked-out element, a failing one, a new worst ratio, a bound of 0, +inf or
- * NaN, a finite poison pattern, both dtypes, bounds on and off; some tensors start with exact elements, some are exact
+ * NaN, a pair of one non-finite class on both sides, a -inf tail, a finite poison pattern, both
+ * dtypes, bounds on and off; some tensors start with exact elements, some are exact
  * throughout, some all zeros, as a lonely query's output (then the first finite pair holds the
  * worst ratio, 0). */
 static void test_isa_compare(void **state)
@@ -263,8 +264,11 @@ static void test_isa_compare(void **state)
             double b = fabs(r) * 2e-3 + 1e-9, c = r + (cmp_unit() - 0.5) * b;
             ref[i] = r;
             mask[i] = 1;
-            if (cmp_next() % rare == 0) {
-                switch (cmp_next() % 9) {
+            if (trial % 9 == 4 && i >= n / 2) { /* an indexer row's tail past its length */
+                ref[i] = -INFINITY;
+                c = -INFINITY;
+            } else if (cmp_next() % rare == 0) {
+                switch (cmp_next() % 12) {
                 case 0: ref[i] = NAN; break;
                 case 1: ref[i] = -INFINITY; break;
                 case 2: ref[i] = 0; break;
@@ -273,6 +277,9 @@ static void test_isa_compare(void **state)
                 case 5: c = r + 0.49 * b * 1.9; break; /* a ratio near the worst */
                 case 6: b = 0; break;
                 case 7: b = INFINITY; break;
+                case 8: ref[i] = c = -INFINITY; break; /* the same class on both sides */
+                case 9: ref[i] = c = NAN; break;
+                case 10: ref[i] = c = INFINITY; break;
                 default: c = NAN; break;
                 }
             }
