@@ -337,6 +337,19 @@ static attest_verdict judge_again(attest_runner *r, const attest_case *c)
     return rec.verdict;
 }
 
+/* A runner of the named candidate judging in this process, against the simulated reference. */
+static attest_runner *in_process_runner(const char *name)
+{
+    const attest_candidate *cand = NULL;
+    assert_ok(attest_candidate_resolve(name, &cand));
+    attest_runner_options o = attest_runner_defaults();
+    o.reference = attest_ref_simulated;
+    o.isolate = 0;
+    attest_runner *r = NULL;
+    assert_ok(attest_runner_create(cand, &o, &r));
+    return r;
+}
+
 /* Cases one after another in one runner with the same layout, as a fuzz target's mutations of
  * one generated case: the pages both reach stay placed instead of being released and faulted in
  * again, the pages only the last case reached go back (the arena's resident memory shrinks by
@@ -348,13 +361,7 @@ static void test_runner_keeps_the_pages_both_cases_reach(void **state)
     build_owned(&all);
     const int32_t near_pages[] = {0, 1};
     build_owned_pages(&near, near_pages, 2);
-    const attest_candidate *cand = NULL;
-    assert_ok(attest_candidate_resolve("cpu-mla-decode", &cand));
-    attest_runner_options o = attest_runner_defaults();
-    o.reference = attest_ref_simulated;
-    o.isolate = 0;
-    attest_runner *r = NULL;
-    assert_ok(attest_runner_create(cand, &o, &r));
+    attest_runner *r = in_process_runner("cpu-mla-decode");
     assert_int_equal(judge_again(r, &all), ATTEST_VERDICT_OK);
     assert_int_equal(judge_again(r, &all), ATTEST_VERDICT_OK);
     long f0 = minor_faults();
@@ -388,13 +395,7 @@ static void test_runner_dense_pages_survive_a_sparse_case(void **state)
     const int32_t dense_pages[] = {0, 5, 10, 15};
     build_pool_case(&dense, 16, 0, dense_pages, 4); /* 16 x 37,440 bytes: 146 OS pages */
     build_owned(&sparse);
-    const attest_candidate *cand = NULL;
-    assert_ok(attest_candidate_resolve("cpu-mla-decode", &cand));
-    attest_runner_options o = attest_runner_defaults();
-    o.reference = attest_ref_simulated;
-    o.isolate = 0;
-    attest_runner *r = NULL;
-    assert_ok(attest_runner_create(cand, &o, &r));
+    attest_runner *r = in_process_runner("cpu-mla-decode");
     assert_int_equal(judge_again(r, &dense), ATTEST_VERDICT_OK);
     assert_int_equal(judge_again(r, &sparse), ATTEST_VERDICT_OK);
     assert_int_equal(judge_again(r, &dense), ATTEST_VERDICT_OK);
