@@ -248,6 +248,14 @@ update_worst_and_rel(compare_acc *a, size_t i, double r, double c, double ad, do
         a->max_rel = ad / fabs(r);
 }
 
+/* Element i's tolerance; without bounds the larger of atol and rtol * |r|. */
+static inline __attribute__((always_inline)) double
+element_tolerance_at(const compare_in *in, attest_dtype dtype, int use_bounds, double r, size_t i)
+{
+    return use_bounds ? element_tolerance_k(in->tol->bound_factor, dtype, r, in->bound[i])
+                      : fmax(in->atol, in->tol->rtol * fabs(r));
+}
+
 /* One element, in element order: the counters and maxima, the sums accumulated in that order
  * (each metric is the one the loop before gave, bit for bit). dtype and use_bounds are
  * compile-time at each call, so each copy keeps only its own branches. A pair of finite values
@@ -280,15 +288,11 @@ compare_one(const compare_in *in, compare_acc *a, attest_dtype dtype, int use_bo
 
     ++a->finite_pairs;
     const double diff = c - r, ad = fabs(diff);
-    /* The element's own tolerance; without bounds the larger of atol and rtol * |r|. */
-    double t;
+    const double t = element_tolerance_at(in, dtype, use_bounds, r, i);
     if (use_bounds) {
-        t = element_tolerance_k(in->tol->bound_factor, dtype, r, in->bound[i]);
         a->informative |= fabs(r) > t; /* no branch: it goes either way element by element */
         if (t > a->atol_eff) a->atol_eff = t;
         a->sum_sq_tol += t * t; /* t is finite or +inf, never NaN: inf * inf is inf */
-    } else {
-        t = fmax(in->atol, in->tol->rtol * fabs(r));
     }
     const int fails = !(ad <= t);
     if (fails) ++a->elem_fail;
@@ -502,35 +506,20 @@ ATTEST_ISA_BODY void block_terms_generic(const compare_in *in, size_t base, doub
     out->sum_sq_ref = s_ref;
     out->sum_sq_both = s_both;
     out->sum_sq_tol = s_tol;
-    int64_t bits[CMP_W], pairs[CMP_W], cp[CMP_W], cn[CMP_W], cq[CMP_W];
-    memcpy(bits, &maybe_bits, sizeof bits);
-    memcpy(pairs, &pair_bits, sizeof pairs);
-    memcpy(cp, &n_pinf, sizeof cp);
-    memcpy(cn, &n_ninf, sizeof cn);
-    memcpy(cq, &n_nan, sizeof cq);
     out->maybe_new_max = out->finite_pairs = out->pinf = out->ninf = out->nan = 0;
-    for (int k = 0; k < CMP_W; k++) {
-        out->maybe_new_max |= (uint64_t)bits[k];
-        out->finite_pairs |= (uint64_t)pairs[k];
-        out->pinf += (uint64_t)cp[k];
-        out->ninf += (uint64_t)cn[k];
-        out->nan += (uint64_t)cq[k];
-    }
-    int64_t lanes_t[CMP_W], lanes_ad[CMP_W], lanes_other[CMP_W], lanes_inf[CMP_W];
-    int64_t lanes_nonfinite[CMP_W];
-    memcpy(lanes_nonfinite, &nonfinite, sizeof lanes_nonfinite);
-    memcpy(lanes_t, &max_t, sizeof lanes_t);
-    memcpy(lanes_ad, &max_ad, sizeof lanes_ad);
-    memcpy(lanes_other, &other, sizeof lanes_other);
-    memcpy(lanes_inf, &informative, sizeof lanes_inf);
     out->max_t_bits = out->max_ad_bits = 0;
     out->other = out->informative = out->nonfinite = 0;
     for (int k = 0; k < CMP_W; k++) {
-        out->nonfinite |= lanes_nonfinite[k] != 0;
-        if (lanes_t[k] > out->max_t_bits) out->max_t_bits = lanes_t[k];
-        if (lanes_ad[k] > out->max_ad_bits) out->max_ad_bits = lanes_ad[k];
-        out->other |= lanes_other[k] != 0;
-        out->informative |= lanes_inf[k] != 0;
+        out->maybe_new_max |= (uint64_t)maybe_bits[k];
+        out->finite_pairs |= (uint64_t)pair_bits[k];
+        out->pinf += (uint64_t)n_pinf[k];
+        out->ninf += (uint64_t)n_ninf[k];
+        out->nan += (uint64_t)n_nan[k];
+        if (max_t[k] > out->max_t_bits) out->max_t_bits = max_t[k];
+        if (max_ad[k] > out->max_ad_bits) out->max_ad_bits = max_ad[k];
+        out->other |= other[k] != 0;
+        out->informative |= informative[k] != 0;
+        out->nonfinite |= nonfinite[k] != 0;
     }
 }
 
@@ -604,24 +593,27 @@ compare_loop(const compare_in *in, compare_acc *out, attest_dtype dtype, int use
      * and tried again after that. */
     size_t skip = 0, backoff = 0;
     for (; i + CMP_BLOCK <= fast_end; i += CMP_BLOCK) {
+        cmp_block_sum bs;
+        bs.other = 1;
         if (skip > 0) {
             skip--;
-            for (size_t k = i; k < i + CMP_BLOCK; k++) compare_one(in, &a, dtype, use_bounds, k);
-            continue;
+        } else {
+            bs.sum_sq_diff = a.sum_sq_diff;
+            bs.sum_sq_ref = a.sum_sq_ref;
+            bs.sum_sq_both = a.sum_sq_both;
+            bs.sum_sq_tol = a.sum_sq_tol;
+            block_terms(in, i, a.worst_ratio, a.max_rel, &bs, dtype, use_bounds);
+            if (bs.other) {
+                skip = backoff;
+                backoff = backoff ? (backoff < 8 ? 2 * backoff : 8) : 1;
+            } else {
+                backoff = 0;
+            }
         }
-        cmp_block_sum bs;
-        bs.sum_sq_diff = a.sum_sq_diff;
-        bs.sum_sq_ref = a.sum_sq_ref;
-        bs.sum_sq_both = a.sum_sq_both;
-        bs.sum_sq_tol = a.sum_sq_tol;
-        block_terms(in, i, a.worst_ratio, a.max_rel, &bs, dtype, use_bounds);
         if (bs.other) {
             for (size_t k = i; k < i + CMP_BLOCK; k++) compare_one(in, &a, dtype, use_bounds, k);
-            skip = backoff;
-            backoff = backoff ? (backoff < 8 ? 2 * backoff : 8) : 1;
             continue;
         }
-        backoff = 0;
         /* The block's first finite pair is the case's first when none came before, and it sets
          * the worst whatever its ratio. */
         const uint64_t pairs_before = a.finite_pairs;
@@ -633,10 +625,9 @@ compare_loop(const compare_in *in, compare_acc *out, attest_dtype dtype, int use
             todo &= todo - 1;
             uint32_t cbits;
             const double r = in->ref[k], c = cand_value(in->cand, dtype, k, &cbits);
-            const double t = use_bounds ? element_tolerance_k(in->tol->bound_factor, dtype, r,
-                                                              in->bound[k])
-                                        : fmax(in->atol, in->tol->rtol * fabs(r));
-            update_worst_and_rel(&a, k, r, c, fabs(c - r), t, pairs_before == 0 && k == first);
+            update_worst_and_rel(&a, k, r, c, fabs(c - r),
+                                 element_tolerance_at(in, dtype, use_bounds, r, k),
+                                 pairs_before == 0 && k == first);
         }
         a.n_cmp += CMP_BLOCK;
         a.finite_pairs += (uint64_t)__builtin_popcountll(bs.finite_pairs);
