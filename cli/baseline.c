@@ -383,7 +383,7 @@ int attest_cmd_run_baseline(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+    while ((ch = attest_cli_getopt(argc, argv, ":", options)) != -1) {
         if (attest_cli_run_is_option(ch)) {
             const int rc = attest_cli_run_option("run", ch, optarg, &r);
             if (rc >= 0) return rc;

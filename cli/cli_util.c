@@ -19,8 +19,38 @@ int attest_cli_interactive(void)
     return isatty(STDERR_FILENO) && (ci == NULL || *ci == '\0');
 }
 
+/* The last prefix attest_cli_getopt refused, and the option it would have been taken for. */
+static struct {
+    const char *word;
+    const char *meant;
+} refused_prefix;
+
+int attest_cli_getopt(int argc, char **argv, const char *optstring, const struct option *options)
+{
+    refused_prefix.word = NULL;
+    int index = -1;
+    const int ch = getopt_long(argc, argv, optstring, options, &index);
+    if (ch == -1 || ch == '?' || ch == ':' || index < 0) return ch;
+    /* The word getopt_long just took: the option's own, or the one before its separate value. */
+    const char *word = optarg != NULL && optind >= 2 && optarg == argv[optind - 1]
+                           ? argv[optind - 2]
+                           : argv[optind - 1];
+    const char *name = options[index].name;
+    const size_t n = strlen(name);
+    if (strncmp(word, "--", 2) == 0 && strncmp(word + 2, name, n) == 0 &&
+        (word[2 + n] == '\0' || word[2 + n] == '='))
+        return ch;
+    refused_prefix.word = word;
+    refused_prefix.meant = name;
+    return '?';
+}
+
 int attest_cli_getopt_error(const char *verb, int ch, char **argv)
 {
+    if (refused_prefix.word != NULL)
+        return attest_cli_usage_error(verb, "unknown option '%s' (options are not abbreviated: "
+                                            "--%s? attest %s --help)",
+                                      refused_prefix.word, refused_prefix.meant, verb);
     if (ch == ':') return attest_cli_usage_error(verb, "option %s needs a value", argv[optind - 1]);
     return attest_cli_usage_error(verb, "unknown option '%s' (attest %s --help)", argv[optind - 1],
                                   verb);

@@ -128,7 +128,7 @@ int attest_cmd_bench(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+    while ((ch = attest_cli_getopt(argc, argv, "", long_options)) != -1) {
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case 'c':

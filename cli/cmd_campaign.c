@@ -125,7 +125,7 @@ int attest_cmd_campaign(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+    while ((ch = attest_cli_getopt(argc, argv, ":", options)) != -1) {
         if (attest_cli_gen_is_option(ch)) {
             const int rc = attest_cli_gen_option("campaign", ch, optarg, &bounds);
             if (rc >= 0) return rc;

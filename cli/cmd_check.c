@@ -114,7 +114,7 @@ static int parse(int argc, char **argv, check_args *a)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+    while ((ch = attest_cli_getopt(argc, argv, ":", options)) != -1) {
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case 'c':

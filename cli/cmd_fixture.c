@@ -98,7 +98,7 @@ static int parse_make(int argc, char **argv, make_args *a)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+    while ((ch = attest_cli_getopt(argc, argv, ":", long_options)) != -1) {
         if (attest_cli_run_is_option(ch)) {
             const int rc = attest_cli_run_option(VERB, ch, optarg, &a->r);
             if (rc >= 0) return rc;

@@ -36,7 +36,7 @@ int attest_cmd_report(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    while ((ch = attest_cli_getopt(argc, argv, "", options)) != -1) {
         switch (ch) {
         case 'h': usage(stdout); return ATTEST_EXIT_OK;
         case 'o': out = optarg; break;

@@ -28,6 +28,13 @@ void attest_bench_print_header(FILE *f);
 void attest_bench_print_row(FILE *f, const attest_bench_row *row);
 void attest_bench_print_timing(FILE *f, const attest_bench_row *row);
 
+/* getopt_long that takes long options by their whole names only. getopt_long alone takes any
+ * unambiguous prefix, so `attest run --time 60` was `--timeout 60`: a run that looked
+ * time-bounded ran every case with another per-run limit. A prefix is answered '?' as an unknown
+ * option is (attest_cli_getopt_error names it and the option it abbreviates). */
+struct option;
+int attest_cli_getopt(int argc, char **argv, const char *optstring, const struct option *options);
+
 /* The error arms of a getopt_long loop, for the option at argv[optind - 1]: after ch ':' "option
  * X needs a value", else "unknown option 'X' (attest VERB --help)". Returns ATTEST_EXIT_USAGE. */
 int attest_cli_getopt_error(const char *verb, int ch, char **argv);

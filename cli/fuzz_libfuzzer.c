@@ -233,6 +233,7 @@ static void child_exec(const attest_lf_options *opt, int i, int out_fd, const ch
     dup2(out_fd, STDOUT_FILENO);
     dup2(out_fd, STDERR_FILENO);
     close(out_fd);
+    signal(SIGPIPE, SIG_DFL); /* ignored by attest itself (main.c); an exec keeps that */
     execv(opt->target, argv);
     fprintf(stderr, "attest fuzz: cannot run %s: %s\n", opt->target, strerror(errno));
     _exit(127);

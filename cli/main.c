@@ -1,4 +1,5 @@
 /* attest: the command-line entry point; every verb lives in cli/cmd_<verb>.c. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +50,11 @@ int main(int argc, char **argv)
         printf("attest %s (%s)\n", ATTEST_VERSION, ATTEST_GIT_COMMIT);
         return ATTEST_EXIT_OK;
     }
+    /* A reader that stops early (`attest run ... | head`) must not end the campaign half
+     * written: SIGPIPE's default action killed attest before its results file held a row.
+     * Output to a closed pipe is dropped instead and the run finishes what it was asked to do.
+     * Children get the default back (child_isolate, and before each exec). */
+    signal(SIGPIPE, SIG_IGN);
     /* Whatever a candidate starts ends with its worker, even after a crash (runner.h). */
     attest_runner_reap_orphans();
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)

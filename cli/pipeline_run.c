@@ -286,7 +286,7 @@ static int parse(const char *verb, int argc, char **argv, pipe_args *a)
     optind = 1;
     opterr = 0;
     int ch, rc;
-    while ((ch = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+    while ((ch = attest_cli_getopt(argc, argv, ":", options)) != -1) {
         if (attest_cli_run_is_option(ch)) {
             if ((rc = attest_cli_run_option(verb, ch, optarg, &a->r)) >= 0) return rc;
             continue;

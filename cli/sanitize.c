@@ -125,6 +125,7 @@ static int run_child(char **argv, double timeout)
             dup2(null, 2);
         }
         setpgid(0, 0);
+        signal(SIGPIPE, SIG_DFL); /* ignored by attest itself (main.c); an exec keeps that */
         execv(argv[0], argv);
         _exit(127);
     }

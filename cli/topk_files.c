@@ -132,7 +132,7 @@ int attest_cmd_check_topk(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":", check_options, NULL)) != -1) {
+    while ((ch = attest_cli_getopt(argc, argv, ":", check_options)) != -1) {
         switch (ch) {
         case 'h': check_usage(stdout); return ATTEST_EXIT_OK;
         case 'c': spec = optarg; break;

@@ -198,7 +198,7 @@ int attest_cmd_run_topk(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":", topk_options, NULL)) != -1) {
+    while ((ch = attest_cli_getopt(argc, argv, ":", topk_options)) != -1) {
         if (attest_cli_run_is_option(ch)) {
             const int rc = attest_cli_run_option("run", ch, optarg, &r);
             if (rc >= 0) return rc;

@@ -63,6 +63,14 @@ attest_status attest_summary_from_results(attest_results_reader *r, attest_summa
     return ATTEST_OK;
 }
 
+const char *attest_report_result_word(const attest_summary *s)
+{
+    if (s->stop_signal) return "INTERRUPTED";
+    if (s->cases == 0) return "EMPTY";
+    if (s->failures || s->verdicts[ATTEST_VERDICT_UNSUPPORTED] == s->cases) return "FAIL";
+    return "PASS";
+}
+
 void attest_report_summary(FILE *f, const attest_summary *s, const char *results_path,
                            double wall_seconds)
 {
@@ -137,15 +145,14 @@ void attest_report_summary(FILE *f, const attest_summary *s, const char *results
             }
         }
     }
-    if (s->stop_signal)
+    const char *word = attest_report_result_word(s);
+    if (!strcmp(word, "INTERRUPTED"))
         fprintf(f, "result: INTERRUPTED (%s after %" PRIu64 " cases, %" PRIu64 " failed)\n",
                 strsignal(s->stop_signal), s->cases, s->failures);
     else if (s->failures)
         fprintf(f, "result: FAIL (%" PRIu64 " of %" PRIu64 " cases failed)\n", s->failures,
                 s->cases);
-    else if (s->cases == 0)
-        fputs("result: FAIL (nothing was judged)\n", f);
-    else if (s->verdicts[ATTEST_VERDICT_UNSUPPORTED] == s->cases)
+    else if (!strcmp(word, "FAIL"))
         fprintf(f, "result: FAIL (nothing was checked: the candidate declined every case, %" PRIu64
                    " UNSUPPORTED)\n", s->cases);
     else

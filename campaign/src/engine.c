@@ -387,7 +387,7 @@ int attest_engine_json(const char *path, const char *verb, const attest_engine_t
     attest_json_run run;
     memset(&run, 0, sizeof run);
     run.verb = verb;
-    run.result = t->interrupted ? "INTERRUPTED" : t->failures ? "FAIL" : "PASS";
+    run.result = attest_report_result_word(&t->summary); /* the word the summary prints */
     run.exit_code = exit_code;
     run.results_path = results_path;
     run.seconds = t->seconds;

@@ -87,8 +87,7 @@ def check_counts(where, junit, js, out, expect_cases):
     check({k: v for k, v in d["verdicts"].items() if v} == verdicts,
           f"{where}: json verdicts {d['verdicts']} vs printed {verdicts}")
     result = re.search(r"^result: (\w+)", out, re.M)
-    check(result and (d["result"] == result.group(1) or
-                      (d["result"] in ("EMPTY", "INTERRUPTED") and result.group(1) == "FAIL")),
+    check(result and d["result"] == result.group(1),
           f"{where}: json result {d['result']} vs printed {result and result.group(1)}")
     return cases
 
@@ -118,6 +117,23 @@ def main():
     check(d["worst"] and d["worst"][0]["replay"].startswith("attest replay "),
           f"run json worst cases: {d['worst'][:1]}")
     check(not os.path.exists(j + ".tmp") and not os.path.exists(s + ".tmp"), "tmp files left")
+
+    # A stop at --max-failures is the run ending as asked: FAIL in the summary and in the JSON
+    # alike (the JSON said INTERRUPTED, the word CI systems read as "stopped by a signal").
+    rc, out, err = run("run", "--kernel", "indexer", "--candidate",
+                       "mutant-indexer-scale-off-by-one", "--cases", "30", "--seed", "2",
+                       "--max-failures", "1", "--json", s, "--print-failures", "0")
+    with open(s) as f:
+        d = json.load(f)
+    check(rc == 1 and "result: FAIL (1 of 1 cases failed)" in out and d["result"] == "FAIL",
+          f"--max-failures 1: exit {rc}, json result {d['result']}\n{out[-300:]}")
+    # A run that judged nothing (a --filter no case matches): EMPTY in both, exit 1.
+    rc, out, err = run("run", "--kernel", "mla-decode", "--candidate", "cpu-mla-decode",
+                       "--cases", "3", "--layout", "mla-v32", "--filter", "b=999", "--json", s)
+    with open(s) as f:
+        d = json.load(f)
+    check(rc == 1 and d["result"] == "EMPTY" and "result: EMPTY" in out,
+          f"nothing judged: exit {rc}, json result {d['result']}\n{out[-300:]}")
 
     # A passing campaign: every testcase passes, exit 0.
     rc, out, err = run("campaign", "--cases", "15", "--out", os.path.join(tmp, "c.h5"),

@@ -11,6 +11,9 @@ import time
 
 from attest_testlib import CLI, check, one_line_error, run, summary
 
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures",
+                      "golden", "indexer-edges.h5")
+
 
 def main():
     if not CLI or not os.path.exists(CLI):
@@ -121,6 +124,32 @@ def main():
     ):
         rc, out, err = run(*args)
         one_line_error(rc, out, err, what)
+
+    # Options are taken by their whole names: getopt_long alone took `--time 60` as --timeout
+    # 60, and the run that looked time-bounded ran every case under another per-run limit.
+    for args, meant in (
+        (["run", "--candidate", "cpu-indexer", "--cases", "2", "--time", "5"], "--timeout"),
+        (["run", "--candidate", "cpu-indexer", "--cases", "2", "--tim=5"], "--timeout"),
+        (["run", "--candidate", "cpu-indexer", "--cases", "2", "--max-fail", "1"],
+         "--max-failures"),
+        (["campaign", "--cases", "2", "--qui"], "--quiet"),
+        (["check", GOLDEN, "--candidate", "cpu-indexer", "--agai", "both"], "--against"),
+        (["fuzz", "--candidate", "cpu-indexer", "--time", "1", "--reru", "2"], "--reruns"),
+        (["show", camp, "--per", "3"], "--per-group"),
+        (["replay", camp, "--case", "0", "--candidate", "cpu-indexer", "--cand", "x"],
+         "--candidate"),
+        (["bench", "--candidate", "cpu-indexer", "--iter", "3"], "--iters"),
+        (["report", camp, "--htm", os.path.join(tmp, "r.html")], "--html"),
+        (["fixture", "make", os.path.join(tmp, "fx.h5"), "--kern", "indexer"], "--kernel"),
+    ):
+        rc, out, err = run(*args)
+        one_line_error(rc, out, err, f"the prefix in {' '.join(args)}")
+        check(rc == 2 and "unknown option" in err and (meant is None or meant in err),
+              f"{' '.join(args)}: exit {rc}, {err.strip()!r} (expected a refusal naming {meant})")
+    check(not os.path.exists(os.path.join(tmp, "r.html")) and
+          not os.path.exists(os.path.join(tmp, "fx.h5")), "a refused command wrote a file")
+    rc, out, err = run("run", "--candidate", "cpu-indexer", "--cases=2", "--timeout=5")
+    check(rc == 0 and "PASS (2 cases)" in out, f"--cases=2 --timeout=5: exit {rc} {err}")
 
     for verb in ("run", "show", "replay", "campaign", "reference", "list", "layout"):
         rc, out, err = run(verb, "--help")

@@ -364,6 +364,30 @@ def finding_14_memory_cap(tmp):
     check("over the 64 MiB" in err, f"memory cap message: {err!r}")
 
 
+def finding_15_reader_gone(tmp):
+    """A reader that stops early (`attest run ... | head -1`) ends neither the campaign nor its
+    results file: SIGPIPE killed attest at its first failure line, before a row was flushed, and
+    the file said "running" with 0 of 60 cases."""
+    for verb, args, rows in (
+            ("run", ["--candidate", "mutant-mla-scale-off-by-one", "--cases", "60", "--seed", "4"],
+             60),
+            ("campaign", ["--candidate", "mutant-indexer-scale-off-by-one", "--cases", "40"], 40)):
+        out = os.path.join(tmp, f"reader-gone-{verb}.h5")
+        proc = subprocess.Popen([CLI, verb, *args, "--out", out], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env={**os.environ, "CI": "1"})
+        first = proc.stdout.readline()
+        proc.stdout.close()  # the reader goes away; attest still has lines to print
+        try:
+            rc = proc.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = "hang"
+        check(first and rc == 1, f"{verb} with its reader gone: exit {rc} (expected 1: failures)")
+        rc, o, err = run_to(60, "show", out)
+        check(f"schema 4, complete" in o and f"{rows} cases of {rows} planned" in o,
+              f"{verb} with its reader gone left:\n{o[:300]}{err}")
+
+
 def main():
     if not CLI or not os.path.exists(CLI) or len(sys.argv) < 3:
         print("ATTEST_CLI or the plugin arguments missing; skipping")
@@ -377,7 +401,7 @@ def main():
                 (finding_7_plugins, (hazards, tmp)), (finding_9_disk_full, (tmp,)),
                 (finding_10_special_files, (tmp,)),
                 (finding_11_setsid, (hostile, tmp)), (finding_13_messages, (tmp, hostile)),
-                (finding_14_memory_cap, (tmp,))]
+                (finding_14_memory_cap, (tmp,)), (finding_15_reader_gone, (tmp,))]
     for fn, args in sections:
         try:
             fn(*args)

@@ -75,6 +75,11 @@ attest_status attest_summary_from_results(attest_results_reader *r, attest_summa
 void attest_report_summary(FILE *f, const attest_summary *s, const char *results_path,
                            double wall_seconds);
 
+/* The summary's result in one word, as its "result:" line and --json's "result" say it:
+ * INTERRUPTED (a stop signal), EMPTY (nothing judged), FAIL (a failing case, or the candidate
+ * declined every case), PASS. A stop at --max-failures is FAIL: the run ended as asked. */
+const char *attest_report_result_word(const attest_summary *s);
+
 /* The campaign's duration: duration_s when recorded, else the seconds between its start and end
  * times, or -1 when neither is known. */
 double attest_report_campaign_seconds(const attest_results_provenance *p);
