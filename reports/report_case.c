@@ -155,6 +155,11 @@ void attest_rep_brief(FILE *f, const attest_case_record *rec)
         if (m->worst.rank > 0) {
             attest_report_coord_string(kernel_of(rec), m->output, &m->worst, coord, sizeof coord);
             fprintf(f, ", worst at %s", coord);
+        } else if (m->nonfinite_mismatches && m->first_nonfinite_mismatch.rank > 0) {
+            /* No finite pair to rank: the first inf/nan mismatch is where to look. */
+            attest_report_coord_string(kernel_of(rec), m->output, &m->first_nonfinite_mismatch,
+                                       coord, sizeof coord);
+            fprintf(f, ", first at %s", coord);
         }
         sep = "; ";
     }

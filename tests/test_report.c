@@ -413,6 +413,23 @@ static void failure_line(void **state)
     cap_close(&c);
 }
 
+/* An output failing on inf/nan alone has no finite pair to rank: its line names the first
+ * inf/nan mismatch instead (it named no element at all). */
+static void failure_line_nonfinite_only(void **state)
+{
+    (void)state;
+    attest_case_record r = make_rec(7, ATTEST_VERDICT_MISMATCH, ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE), 0);
+    attest_tensor_metrics *m = &r.outputs[0];
+    m->worst.rank = 0;
+    m->nonfinite_mismatches = 1024;
+    m->first_nonfinite_mismatch = (attest_coord){4, {0, 0, 1, 5}};
+    capture c;
+    attest_report_failure_line(cap_open(&c), &r, NULL);
+    assert_contains(cap_text(&c), "1024 inf/nan mismatches, first at "
+                                  "out_bf16[request 0, query 0, head 1, dim 5]\n");
+    cap_close(&c);
+}
+
 /* Progress: done/total, percent, rate, failures, ETA in seconds or minutes; no ETA without a
  * total. */
 static void progress_line(void **state)
@@ -499,6 +516,7 @@ int main(void)
         cmocka_unit_test(detail_mla),
         cmocka_unit_test(coord_strings),
         cmocka_unit_test(failure_line),
+        cmocka_unit_test(failure_line_nonfinite_only),
         cmocka_unit_test(progress_line),
         cmocka_unit_test(show_results_file),
     };
