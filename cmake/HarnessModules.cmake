@@ -71,6 +71,9 @@ foreach(m ${ATTEST_MODULES})
   list(APPEND _attest_objects $<TARGET_OBJECTS:attest_${m}>)
 endforeach()
 
+target_sources(attest_core PRIVATE ${ATTEST_GIT_COMMIT_SOURCE})
+add_dependencies(attest_core attest_git_commit)
+
 add_library(attest_harness STATIC ${_attest_objects})
 target_include_directories(attest_harness PUBLIC
   $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/harness/include>

@@ -206,7 +206,8 @@ void attest_report_provenance(FILE *f, const char *results_path,
         fprintf(f, "  note: the campaign did not finish (killed, or still running): the file "
                    "holds every case up to its last flush\n");
     else if (!strcmp(p->state, "interrupted"))
-        fprintf(f, "  note: the campaign was interrupted before all planned cases ran\n");
+        fprintf(f, "  note: the campaign stopped early (a signal, an error, --max-failures or a "
+                   "fuzz finding); the file holds every case it judged\n");
 }
 
 /* "4.7 s", "3m12s", "2h05m". */

@@ -155,7 +155,9 @@ static void fill_provenance(attest_results_provenance *prov, const attest_job *j
     size_t len = 0;
     for (size_t j = 0; j < num_jobs; j++) {
         attest_campaign_provenance_candidate(prov, jobs[j].candidate, &len);
-        prov->cases_planned += jobs[j].use_case_seed ? 1 : jobs[j].cases;
+        /* A search bounded by time plans no number of cases (attest fuzz's job counts to 2^40:
+         * "1 case of 1099511627776 planned", said attest show). */
+        if (opt->time_limit <= 0) prov->cases_planned += jobs[j].use_case_seed ? 1 : jobs[j].cases;
         const size_t used = strlen(prov->jobs);
         if (used + 1 < sizeof prov->jobs &&
             attest_engine_job_line(&jobs[j], prov->jobs + used + (used ? 1 : 0),

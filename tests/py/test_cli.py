@@ -151,6 +151,18 @@ def main():
     rc, out, err = run("run", "--candidate", "cpu-indexer", "--cases=2", "--timeout=5")
     check(rc == 0 and "PASS (2 cases)" in out, f"--cases=2 --timeout=5: exit {rc} {err}")
 
+    # The commit a build records is the tree's commit when it was built: it was read at
+    # configure time only, so every results file after a later commit named the one before.
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    head = subprocess.run(["git", "-C", src, "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True)
+    if head.returncode == 0 and head.stdout.strip():
+        rc, out, err = run("--version")
+        m = re.match(r"attest \S+ \(([0-9a-f]+)(-dirty)?\)", out)
+        check(rc == 0 and m and m.group(1) == head.stdout.strip(),
+              f"--version says {out.strip()!r}, the tree is at {head.stdout.strip()} "
+              "(rebuild after a commit; the build reads the commit each time)")
+
     for verb in ("run", "show", "replay", "campaign", "reference", "list", "layout"):
         rc, out, err = run(verb, "--help")
         check(rc == 0 and "usage" in out.lower(), f"{verb} --help: exit {rc}")
