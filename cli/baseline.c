@@ -42,6 +42,12 @@ static const attest_tensor *output_tensor(const attest_case *c, int32_t k)
     return NULL;
 }
 
+/* 0 finite, 1 +inf, 2 -inf, 3 nan. */
+static int nonfinite_class(double v)
+{
+    return isnan(v) ? 3 : isinf(v) ? (v > 0 ? 1 : 2) : 0;
+}
+
 static double element(const void *data, attest_dtype dt, size_t i)
 {
     if (dt == ATTEST_DTYPE_BF16) return attest_bf16_decode(((const uint16_t *)data)[i]);
@@ -83,15 +89,18 @@ attest_status attest_baseline_compare(const attest_case *c, const attest_convent
             res->first_new = element(a, t->dtype, (size_t)first);
             res->first_old = element(b, t->dtype, (size_t)first);
         }
-        /* Which side is closer to the reference, summed over the finite elements. */
+        /* What attest_baseline_closer weighs: inf/nan classes, then errors of finite elements. */
         if (nw->reference[k] != NULL)
             for (size_t i = 0; i < n; i++) {
                 const double r = nw->reference[k][i];
-                const double en = fabs(element(a, t->dtype, i) - r);
-                const double eo = fabs(element(b, t->dtype, i) - r);
-                if (isfinite(en) && isfinite(eo)) {
-                    res->new_error[k] += en;
-                    res->old_error[k] += eo;
+                const double vn = element(a, t->dtype, i), vo = element(b, t->dtype, i);
+                const int cr = nonfinite_class(r), cn = nonfinite_class(vn),
+                          co = nonfinite_class(vo);
+                res->new_nonfinite[k] += cn != cr;
+                res->old_nonfinite[k] += co != cr;
+                if (cr == 0 && cn == 0 && co == 0) {
+                    res->new_error[k] += fabs(vn - r);
+                    res->old_error[k] += fabs(vo - r);
                 }
             }
     }
@@ -145,13 +154,27 @@ attest_status attest_baseline_judge(const attest_case *c, const attest_conventio
     return ATTEST_OK;
 }
 
-void attest_baseline_side_errors(const attest_baseline_result *br, double *en, double *eo)
+int attest_baseline_closer(const attest_baseline_result *br, char *text, size_t cap)
 {
-    *en = *eo = 0;
+    double en = 0, eo = 0;
+    uint64_t nn = 0, no = 0;
     for (int32_t k = 0; k < br->num_outputs; k++) {
-        *en += br->new_error[k];
-        *eo += br->old_error[k];
+        en += br->new_error[k];
+        eo += br->old_error[k];
+        nn += br->new_nonfinite[k];
+        no += br->old_nonfinite[k];
     }
+    const int closer = nn != no ? (nn < no ? 1 : -1) : en < eo ? 1 : eo < en ? -1 : 0;
+    if (text != NULL && cap > 0) {
+        const char *side = closer > 0 ? "new" : closer < 0 ? "old" : "neither";
+        if (nn || no)
+            snprintf(text, cap, "%s (inf/nan mismatches new %" PRIu64 ", old %" PRIu64
+                                "; summed |error| new %.6g, old %.6g)",
+                     side, nn, no, en, eo);
+        else
+            snprintf(text, cap, "%s (summed |error| new %.6g, old %.6g)", side, en, eo);
+    }
+    return closer;
 }
 
 void attest_baseline_pair_row(const attest_case_record *nw, const attest_case_record *old,
@@ -175,18 +198,17 @@ void attest_baseline_pair_row(const attest_case_record *nw, const attest_case_re
     row->reruns = 1;
     row->num_outputs = bitwise ? 0 : br->num_outputs;
     for (int32_t k = 0; k < row->num_outputs; k++) row->outputs[k] = br->metrics[k];
-    double en, eo;
-    attest_baseline_side_errors(br, &en, &eo);
+    char closer[160];
+    (void)attest_baseline_closer(br, closer, sizeof closer);
     uint64_t differ = 0;
     for (int32_t k = 0; k < br->num_outputs; k++) differ += br->bitwise_differ[k];
     /* Through a wide buffer: the notes may not fit the row, and a cut note is still news. */
     char msg[512];
     snprintf(msg, sizeof msg,
              "%s %s; old %s; %" PRIu64 " elements differ bitwise; closer to the reference: "
-             "%s (summed |error| new %.6g, old %.6g)%s%s",
+             "%s%s%s",
              bitwise ? "bitwise" : "within both bounds", br->failed ? "differ" : "agree",
-             attest_verdict_name(old->verdict), differ,
-             en < eo ? "new" : eo < en ? "old" : "neither", en, eo, br->notes[0] ? "; " : "",
+             attest_verdict_name(old->verdict), differ, closer, br->notes[0] ? "; " : "",
              br->notes);
     memcpy(row->message, msg, sizeof row->message - 1);
     row->message[sizeof row->message - 1] = '\0';
@@ -205,8 +227,10 @@ void attest_baseline_fprint(FILE *f, const attest_baseline_result *br, int bitwi
         fprintf(f, "; %" PRIu64 " elements differ bitwise, first %s[%" PRId64 "]: new %.9g, old %.9g",
                total_differ, br->first_name, br->first_index, br->first_new, br->first_old);
     }
+    /* An output differing in inf/nan alone has no worst finite element to show (the first
+     * bitwise difference above names one): only a gate over finite values gets one. */
     for (int32_t k = 0; !bitwise && k < br->num_outputs; k++)
-        if (br->metrics[k].failed_gates) {
+        if (br->metrics[k].failed_gates & ~ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE)) {
             const attest_tensor_metrics *m = &br->metrics[k];
             fprintf(f, "; worst %s element [", m->output);
             for (int32_t d = 0; d < m->worst.rank && d < 4; d++)
@@ -214,11 +238,10 @@ void attest_baseline_fprint(FILE *f, const attest_baseline_result *br, int bitwi
             fprintf(f, "]: new %.9g, old %.9g, |diff| / tolerance %.3g", m->worst_cand, m->worst_ref,
                    m->worst_ratio);
         }
-    double en, eo;
-    attest_baseline_side_errors(br, &en, &eo);
-    fprintf(f, "\n%scloser to the reference: %s (summed |error| new %.6g, old %.6g)%s%s\n", indent,
-           en < eo ? "new" : eo < en ? "old" : "neither", en, eo, br->notes[0] ? "; " : "",
-           br->notes);
+    char closer[160];
+    (void)attest_baseline_closer(br, closer, sizeof closer);
+    fprintf(f, "\n%scloser to the reference: %s%s%s\n", indent, closer, br->notes[0] ? "; " : "",
+            br->notes);
 }
 
 void attest_baseline_print(const attest_baseline_result *br, int bitwise, const char *indent)

@@ -25,6 +25,8 @@ typedef struct attest_baseline_result {
     uint64_t bitwise_differ[ATTEST_RECORD_MAX_OUTPUTS]; /* elements whose bits differ */
     double new_error[ATTEST_RECORD_MAX_OUTPUTS];      /* summed |new - reference| (finite pairs) */
     double old_error[ATTEST_RECORD_MAX_OUTPUTS];      /* summed |old - reference| */
+    /* Elements whose inf/nan class (finite, +inf, -inf, nan) is not the reference's. */
+    uint64_t new_nonfinite[ATTEST_RECORD_MAX_OUTPUTS], old_nonfinite[ATTEST_RECORD_MAX_OUTPUTS];
     int32_t first_output;                             /* first bitwise difference, -1 when none */
     int64_t first_index;                              /* its flat index */
     char first_name[32];
@@ -49,8 +51,12 @@ attest_status attest_baseline_judge(const attest_case *c, const attest_conventio
                                     int bitwise, const attest_policy *policy,
                                     attest_baseline_result *res) ATTEST_MUST_CHECK;
 
-/* Summed |error| against the reference of NEW (*en) and OLD (*eo) over every output. */
-void attest_baseline_side_errors(const attest_baseline_result *br, double *en, double *eo);
+/* Which side is closer to the reference over every output: 1 NEW, -1 OLD, 0 neither. Fewer
+ * elements of another inf/nan class than the reference's decides first (a side with NaN where
+ * the reference is finite was "neither" when only finite elements were summed), then the summed
+ * |error| over the elements finite on all three. text (may be NULL) gets the answer with its
+ * figures: "old (inf/nan mismatches new 6144, old 0; summed |error| new 2.9, old 2.9)". */
+int attest_baseline_closer(const attest_baseline_result *br, char *text, size_t cap);
 
 /* Fills *row, the pair's row of a results file, from NEW's and OLD's rows of the case: NEW's
  * case id, seed and params; candidate "NEW vs OLD"; verdict OK or MISMATCH with the gates that

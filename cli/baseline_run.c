@@ -108,12 +108,11 @@ static int run_range(pair_run *p, const attest_pair_plan *pl, uint64_t first, ui
         if (attest_baseline_judge(&p->c, &pl->cand[0]->conventions, &p->keep[0], &p->keep[1],
                                   pl->bitwise, pl->policy, &br) != ATTEST_OK)
             return harness_error(i);
-        double en, eo;
-        attest_baseline_side_errors(&br, &en, &eo);
         if (br.failed) {
             n->differ++;
-            if (en < eo) n->closer_new++;
-            else if (eo < en) n->closer_old++;
+            const int closer = attest_baseline_closer(&br, NULL, 0);
+            n->closer_new += closer > 0;
+            n->closer_old += closer < 0;
         }
         /* NEW's row, then the pair's (docs/results-format.md, "Old vs new"). */
         attest_case_record row;

@@ -22,6 +22,12 @@ add_test(NAME cli_baseline_mutant COMMAND attest run --candidate mutant-indexer-
   --baseline cpu-indexer --cases 20 --seed 2)
 set_tests_properties(cli_baseline_mutant PROPERTIES LABELS "cli" TIMEOUT 300 ENVIRONMENT "${_bl_env}"
   PASS_REGULAR_EXPRESSION "DIFFER gates element.*worst logits element \\[[0-9]+,[0-9]+\\].*closer to the reference: old.*result: FAIL")
+# A NEW with NaN where the reference and OLD are finite: OLD is the closer side. Only finite
+# elements were summed, and this case was "neither" with equal sums.
+add_test(NAME cli_baseline_nonfinite_closer COMMAND attest run --candidate mutant-mla-no-merge-guard
+  --baseline cpu-mla-decode --case-seed 0x2ac2ce17a5794a3b)
+set_tests_properties(cli_baseline_nonfinite_closer PROPERTIES LABELS "cli" TIMEOUT 300 ENVIRONMENT "${_bl_env}"
+  PASS_REGULAR_EXPRESSION "DIFFER gates nonfinite; [0-9]+ elements differ bitwise, first out_bf16\\[[0-9]+\\]: new -?nan, old [^;]*\n *closer to the reference: old \\(inf/nan mismatches new [1-9][0-9]*, old 0;.*result: FAIL")
 add_test(NAME cli_baseline_mutant_exit COMMAND attest run --candidate mutant-indexer-scale-off-by-one
   --baseline cpu-indexer --cases 5)
 set_tests_properties(cli_baseline_mutant_exit PROPERTIES LABELS "cli" TIMEOUT 300 ENVIRONMENT "${_bl_env}" WILL_FAIL TRUE)
