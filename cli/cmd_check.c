@@ -521,12 +521,14 @@ static attest_status open_results(check_run *r, const char *command_line, uint64
     return attest_results_create(r->a->out, &prov, NULL, &r->results);
 }
 
-/* The word of the result line, for --json. */
+/* The word of the result line and of --json's "result", as attest run says them: nothing
+ * judged is EMPTY, every case declined is FAIL (the candidate checked nothing). */
 static const char *result_word(const check_run *r)
 {
     if (attest_stop_requested()) return "INTERRUPTED";
     if (r->failing || r->unreadable || r->pairs_differ) return "FAIL";
-    if (r->judged == 0 || r->judged == r->verdicts[ATTEST_VERDICT_UNSUPPORTED]) return "EMPTY";
+    if (r->judged == 0) return "EMPTY";
+    if (r->judged == r->verdicts[ATTEST_VERDICT_UNSUPPORTED]) return "FAIL";
     return "PASS";
 }
 
@@ -561,16 +563,19 @@ static void print_summary(const check_run *r, double seconds)
     printf("  time: %.2f s (loading %.2f s, reference %.2f s, candidate runs %.2f s, compare %.3f s)\n",
            seconds, r->load_s, r->ref_s, r->run_s, r->compare_s);
     if (r->a->out) printf("  results: %s (attest show %s)\n", r->a->out, r->a->out);
-    if (attest_stop_requested())
-        printf("result: FAIL (interrupted after %" PRIu64 " cases)\n", r->judged);
+    const char *word = result_word(r);
+    if (!strcmp(word, "INTERRUPTED"))
+        printf("result: INTERRUPTED (after %" PRIu64 " cases)\n", r->judged);
     else if (r->failing || r->unreadable || r->pairs_differ)
         printf("result: FAIL (%" PRIu64 " failing case%s, %" PRIu64 " unreadable, %" PRIu64
                " differing from the baseline)\n",
                r->failing, r->failing == 1 ? "" : "s", r->unreadable, r->pairs_differ);
-    else if (r->judged == 0)
-        printf("result: FAIL (nothing was checked: no fixture case is of a kernel the candidates "
+    else if (!strcmp(word, "EMPTY") && r->files == 0)
+        printf("result: EMPTY (nothing was checked: no fixture file found)\n");
+    else if (!strcmp(word, "EMPTY"))
+        printf("result: EMPTY (nothing was checked: no fixture case is of a kernel the candidates "
                "implement)\n");
-    else if (r->judged == r->verdicts[ATTEST_VERDICT_UNSUPPORTED])
+    else if (!strcmp(word, "FAIL"))
         printf("result: FAIL (nothing was checked: the candidates declined every case)\n");
     else
         printf("result: PASS (%" PRIu64 " case%s)\n", r->judged, r->judged == 1 ? "" : "s");

@@ -161,6 +161,17 @@ def main():
         d = json.load(f)
     check(d["unreadable"] == 1 and d["result"] == "FAIL", f"check json: {d}")
 
+    # check on a directory without fixtures: EMPTY printed and in the JSON (it printed FAIL
+    # while the JSON said EMPTY), exit 1.
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    rc, out, err = run("check", empty, "--candidate", "cpu-indexer", "--json", s)
+    with open(s) as f:
+        d = json.load(f)
+    check(rc == 1 and d["result"] == "EMPTY" and
+          "result: EMPTY (nothing was checked: no fixture file found)" in out,
+          f"check of an empty directory: exit {rc}, json {d['result']}\n{out[-300:]}")
+
     # An unwritable report path: one line, exit 2.
     rc, out, err = run("run", "--candidate", "cpu-indexer", "--cases", "2", "--junit",
                        os.path.join(tmp, "no", "such", "dir", "r.xml"))
