@@ -482,7 +482,8 @@ static void show_results_file(void **state)
     const char *t = cap_text(&c);
     assert_contains(t, "(schema 4, interrupted)");
     assert_contains(t, "campaign: kernel mla-decode, candidate cpu-mla, seed 9, 3 cases of 4 planned");
-    assert_contains(t, "note: the campaign was interrupted");
+    assert_contains(t, "note: the campaign stopped early (a signal, an error, --max-failures or a "
+                       "fuzz finding)");
     assert_contains(t, "verdicts: MISMATCH 1, OK 2");
     assert_contains(t, "MISMATCH [element]: 1 case");
     char want[512];
