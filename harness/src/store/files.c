@@ -65,7 +65,7 @@ attest_status attest_output_check(const char *path, attest_output_kind kind, int
             if (exists(sib, &s2) && !force)
                 return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
                                    "%s: holds results of an earlier campaign (%s exists); use "
-                                   "--force to replace them, or choose another --out",
+                                   "--force to replace them, or choose another output path",
                                    path, sib);
         }
     }
@@ -80,7 +80,7 @@ attest_status attest_output_check(const char *path, attest_output_kind kind, int
     }
     if (!force)
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
-                           "%s: exists; use --force to replace it, or choose another --out", path);
+                           "%s: exists; use --force to replace it, or choose another output path", path);
     attest_clear_error();
     return ATTEST_OK;
 }
@@ -130,7 +130,7 @@ attest_status attest_output_lock_take(const char *path, const char *holder,
                 if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
             return attest_fail(ATTEST_ERR_IO,
                                "%s: is being written by another attest (%s); wait for it or "
-                               "choose another --out",
+                               "choose another output path",
                                path, who[0] ? who : "holder unknown");
         }
         if (stat(l->path, &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
