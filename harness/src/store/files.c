@@ -80,7 +80,8 @@ attest_status attest_output_check(const char *path, attest_output_kind kind, int
     }
     if (!force)
         return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
-                           "%s: exists; use --force to replace it, or choose another output path", path);
+                           "%s: exists; use --force to replace it, or choose another output path",
+                           path);
     attest_clear_error();
     return ATTEST_OK;
 }
