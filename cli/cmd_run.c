@@ -181,6 +181,8 @@ int attest_cmd_run(int argc, char **argv)
     job.seed = a.r.seed;
     job.use_case_seed = a.r.use_case_seed;
     job.case_seed = a.r.case_seed;
+    if (attest_case_filter_check(cand->kernel, a.r.filter) != ATTEST_OK)
+        return attest_cli_usage_error("run", "--filter: %s", attest_last_error());
     job.filter = a.r.filter;
 
     attest_engine_options opt = attest_engine_defaults();

@@ -235,6 +235,8 @@ int attest_cmd_run_topk(int argc, char **argv)
         return attest_cli_usage_error("run", "candidate '%s' is a topk kernel, not %s",
                                       cand_name ? cand_name : "?", kernel);
     if (cand_name == NULL) return attest_cli_usage_error("run", "--candidate is required");
+    if (attest_topk_filter_check(filter) != ATTEST_OK)
+        return attest_cli_usage_error("run", "--filter: %s", attest_last_error());
     if (save_dir) {
         const int src = attest_cli_save_dir_check("run", save_dir);
         if (src >= 0) return src;

@@ -11,6 +11,7 @@
 
 #include "attest/candidate.h"
 #include "attest/case.h"
+#include "attest/topk.h"
 
 static attest_case indexer_case(void)
 {
@@ -108,6 +109,66 @@ static void param_string_and_filter(void **state)
     assert_int_equal(attest_case_param_string(&c, tiny, sizeof tiny), ATTEST_ERR_INVALID_ARGUMENT);
 }
 
+/* Every term "key=value" of a parameter string passes attest_param_filter_check_keys for its
+ * kernel (so the accepted keys follow the field table and the top-k string), and a filter that
+ * can never match is refused: `--filter batch=2` judged nothing and said only EMPTY. */
+static void each_term_passes(const char *s, attest_kernel kernel, int topk)
+{
+    char term[128];
+    for (const char *f = s; *f;) {
+        const char *end = strchr(f, ',');
+        const size_t len = end ? (size_t)(end - f) : strlen(f);
+        assert_true(len < sizeof term);
+        memcpy(term, f, len);
+        term[len] = '\0';
+        if (topk) assert_ok(attest_topk_filter_check(term));
+        else assert_ok(attest_case_filter_check(kernel, term));
+        assert_true(attest_param_string_matches(s, term));
+        if (!end) break;
+        f = end + 1;
+    }
+}
+
+static void filter_keys_checked(void **state)
+{
+    (void)state;
+    char s[512];
+    attest_case c = mla_case();
+    c.params.mla.has_topk_length = 1;
+    c.params.mla.has_extra = 1;
+    c.params.mla.extra_page_size = 64;
+    c.params.mla.extra_num_pages = 2;
+    c.params.mla.extra_topk = 8;
+    c.params.mla.has_extra_topk_length = 1;
+    assert_ok(attest_case_define_tensors(&c, 0));
+    assert_ok(attest_case_param_string(&c, s, sizeof s));
+    assert_non_null(strstr(s, "extra_topk_length="));
+    each_term_passes(s, ATTEST_KERNEL_MLA_DECODE, 0);
+    attest_case x = indexer_case();
+    assert_ok(attest_case_define_tensors(&x, 0));
+    assert_ok(attest_case_param_string(&x, s, sizeof s));
+    each_term_passes(s, ATTEST_KERNEL_INDEXER, 0);
+    attest_topk_case t;
+    memset(&t, 0, sizeof t);
+    t.p.b = 2, t.p.next_n = 1, t.p.width = 300, t.p.k = 64, t.p.blocks_per_req = 5;
+    assert_ok(attest_topk_param_string(&t, s, sizeof s));
+    each_term_passes(s, ATTEST_KERNEL_INDEXER, 1);
+
+    assert_ok(attest_case_filter_check(ATTEST_KERNEL_MLA_DECODE, NULL));
+    assert_ok(attest_case_filter_check(ATTEST_KERNEL_MLA_DECODE, "layout=mla*,b=2"));
+    const char *bad[] = {"batch=2", "nonsense", "b=", "=2", "b=1,,h=2", "b=1,", "", "extra_k=1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(attest_case_filter_check(ATTEST_KERNEL_MLA_DECODE, bad[i]),
+                         ATTEST_ERR_INVALID_ARGUMENT);
+        attest_clear_error();
+    }
+    assert_int_equal(attest_case_filter_check(ATTEST_KERNEL_INDEXER, "topk_length=1"),
+                     ATTEST_ERR_INVALID_ARGUMENT); /* a decode key on an indexer */
+    attest_clear_error();
+    assert_int_equal(attest_topk_filter_check("h=2"), ATTEST_ERR_INVALID_ARGUMENT);
+    attest_clear_error();
+}
+
 /* Index inputs outside the pool are a format error naming the tensor and element. */
 static void check_inputs_finds_bad_indices(void **state)
 {
@@ -171,6 +232,7 @@ int main(void)
         cmocka_unit_test(mla_tensor_table),
         cmocka_unit_test(rejects_bad_params),
         cmocka_unit_test(param_string_and_filter),
+        cmocka_unit_test(filter_keys_checked),
         cmocka_unit_test(check_inputs_finds_bad_indices),
         cmocka_unit_test(args_point_into_tensors),
     };

@@ -202,9 +202,14 @@ def finding_4_external(tmp):
 def finding_5_nothing_judged(tmp, hostile):
     """Nothing judged is never a pass; exit() and fini crashes lose nothing."""
     res = os.path.join(tmp, "empty.h5")
+    # A key no case has is a typo, refused before anything runs (it ran and matched none).
     rc, out, err = run_to(120, "run", "--candidate", "cpu-mla-decode", "--cases", "5", "--filter",
                           "layuot=mla-v4", "--out", res)
-    check(rc == 1 and "matched none" in out, f"--filter typo: exit {rc}\n{out[-300:]}")
+    one_line_error(rc, out, err, "--filter with a key no case has")
+    check("'layuot'" in err and not os.path.exists(res), f"--filter typo: {err!r}")
+    rc, out, err = run_to(120, "run", "--candidate", "cpu-mla-decode", "--cases", "5", "--filter",
+                          "b=999", "--out", res)
+    check(rc == 1 and "matched none" in out, f"--filter matching nothing: exit {rc}\n{out[-300:]}")
     rc, out, err = run_to(60, "show", res)
     check(rc == 1, f"show of a 0-row results file: exit {rc}")
     res = os.path.join(tmp, "exit0.h5")

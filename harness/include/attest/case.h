@@ -304,6 +304,17 @@ int attest_param_present(const attest_case *c, const attest_param_field *f);
  * a prefix) appears in the parameter string, 0 otherwise. An empty filter matches everything. */
 int attest_param_string_matches(const char *params, const char *filter);
 
+/* Whether every term of `filter` can match a parameter string made of `keys` (num_keys of them):
+ * key=value with a value, a key among them. A filter that cannot match is a typo to report, not a
+ * run that judged nothing (`--filter batch=2` was EMPTY). ATTEST_ERR_INVALID_ARGUMENT naming the
+ * term and the keys; what: the kernel's name, for the message. */
+attest_status attest_param_filter_check_keys(const char *filter, const char *const *keys,
+                                             size_t num_keys, const char *what) ATTEST_MUST_CHECK;
+
+/* attest_param_filter_check_keys over the keys of `kernel`'s parameter strings (indexer and
+ * mla-decode: "kernel" and its field table's keys). */
+attest_status attest_case_filter_check(attest_kernel kernel, const char *filter) ATTEST_MUST_CHECK;
+
 /* Checks every index-like input against the pool: page table entries, context lengths against
  * max_len and blocks_per_req, indices in [-1, num_pages*page_size). A loaded case that fails here
  * is malformed (ATTEST_ERR_FORMAT naming the tensor and element); generated cases never fail. */

@@ -79,6 +79,8 @@ int32_t attest_topk_row_length(const attest_topk_case *c, int32_t r);
 /* Canonical parameter string: "kernel=topk,b=2,next_n=1,width=300,k=64,bpr=5". */
 attest_status attest_topk_param_string(const attest_topk_case *c, char *buf, size_t cap)
     ATTEST_MUST_CHECK;
+/* attest_param_filter_check_keys (case.h) over the keys of that string. */
+attest_status attest_topk_filter_check(const char *filter) ATTEST_MUST_CHECK;
 
 /* Bounds of the generator; attest_topk_gen_defaults gives width <= 1024, k <= 512. */
 typedef struct attest_topk_gen_bounds {

@@ -108,6 +108,54 @@ int attest_param_string_matches(const char *params, const char *filter)
     return 1;
 }
 
+attest_status attest_param_filter_check_keys(const char *filter, const char *const *keys,
+                                             size_t num_keys, const char *what)
+{
+    if (filter == NULL) return ATTEST_OK;
+    const char *f = filter;
+    for (;;) {
+        const char *end = strchr(f, ',');
+        const size_t len = end ? (size_t)(end - f) : strlen(f);
+        const char *eq = memchr(f, '=', len);
+        ATTEST_RETURN_IF(eq == NULL || eq == f || eq + 1 == f + len, ATTEST_ERR_INVALID_ARGUMENT,
+                         "filter term '%.*s' is not key=value (e.g. 'b=2,layout=mla-v4')",
+                         (int)len, f);
+        const size_t key_len = (size_t)(eq - f);
+        int known = 0;
+        for (size_t i = 0; i < num_keys && !known; i++)
+            known = strlen(keys[i]) == key_len && !strncmp(keys[i], f, key_len);
+        if (!known) {
+            char list[512];
+            size_t at = 0;
+            list[0] = '\0';
+            for (size_t i = 0; i < num_keys && at + 1 < sizeof list; i++) {
+                int w = snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", keys[i]);
+                if (w > 0) at += (size_t)w;
+            }
+            return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                               "filter key '%.*s': %s cases have no such parameter (keys: %s)",
+                               (int)key_len, f, what, list);
+        }
+        if (!end) return ATTEST_OK;
+        f = end + 1;
+    }
+}
+
+attest_status attest_case_filter_check(attest_kernel kernel, const char *filter)
+{
+    size_t n = 0;
+    const attest_param_field *fields = attest_case_param_fields(kernel, &n);
+    ATTEST_RETURN_IF(fields == NULL, ATTEST_ERR_INVALID_ARGUMENT,
+                     "filter: %s cases have no parameter table",
+                     attest_kernel_name(kernel) ? attest_kernel_name(kernel) : "unknown");
+    const char *keys[64];
+    size_t num = 0;
+    keys[num++] = "kernel";
+    for (size_t i = 0; i < n && num < sizeof keys / sizeof keys[0]; i++)
+        if (fields[i].key) keys[num++] = fields[i].key;
+    return attest_param_filter_check_keys(filter, keys, num, attest_kernel_name(kernel));
+}
+
 static attest_status check_indices(const char *name, const int32_t *idx, int64_t count,
                                    int64_t limit)
 {

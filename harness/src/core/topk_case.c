@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attest/case.h"
 #include "attest/topk.h"
 
 int32_t attest_topk_rows(const attest_topk_params *p)
@@ -73,6 +74,15 @@ void attest_topk_case_free(attest_topk_case *c)
     c->logits = NULL;
     c->context_lens = NULL;
     c->block_table = NULL;
+}
+
+/* The keys of the parameter string below, in its order. */
+static const char *const topk_param_keys[] = {"kernel", "b", "next_n", "width", "k", "bpr"};
+
+attest_status attest_topk_filter_check(const char *filter)
+{
+    return attest_param_filter_check_keys(
+        filter, topk_param_keys, sizeof topk_param_keys / sizeof topk_param_keys[0], "topk");
 }
 
 attest_status attest_topk_param_string(const attest_topk_case *c, char *buf, size_t cap)
