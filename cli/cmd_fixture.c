@@ -480,7 +480,7 @@ static int cmd_make(int argc, char **argv)
         st = attest_fail(ATTEST_ERR_IO, "%s: cannot rename %s into place", a.out, m.tmp);
     if (st != ATTEST_OK) {
         (void)remove(m.tmp); /* a partial fixture would look like a whole one */
-        return attest_cli_usage_error(VERB, "%s", attest_last_error());
+        return attest_cli_usage_error(VERB, "%s: not written: %s", a.out, attest_last_error());
     }
     struct stat sb;
     printf("wrote %" PRIu64 " case%s to %s, %lld bytes; expected outputs: %s\n", m.kept,

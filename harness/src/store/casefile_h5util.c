@@ -290,7 +290,7 @@ attest_status attest_cf_dset_write(hid_t loc, const char *where, const char *nam
     }
 done:
     if (dset >= 0 && H5Dclose(dset) < 0 && st == ATTEST_OK)
-        st = attest_fail(ATTEST_ERR_IO, "%s%s: cannot close dataset", where, name);
+        st = attest_h5_fail_at(ATTEST_ERR_IO, where, name, "cannot close dataset (disk full?)");
     if (lcpl >= 0) H5Pclose(lcpl);
     if (dcpl >= 0) H5Pclose(dcpl);
     if (space >= 0) H5Sclose(space);
