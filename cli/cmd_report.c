@@ -68,9 +68,11 @@ int attest_cmd_report(int argc, char **argv)
         return attest_cli_usage_error("report", "%s: cannot write: %s", out, strerror(e));
     }
     attest_status st = attest_report_html(f, r, (size_t)max_rows);
+    if (st != ATTEST_OK && ferror(f)) /* the page's own error does not know the path */
+        st = attest_fail(ATTEST_ERR_IO, "%s: cannot write (disk full?): %s", out, strerror(errno));
     attest_results_close_read(r);
     if (fclose(f) != 0 && st == ATTEST_OK)
-        st = attest_fail(ATTEST_ERR_IO, "%s: cannot write: %s", out, strerror(errno));
+        st = attest_fail(ATTEST_ERR_IO, "%s: cannot write (disk full?): %s", out, strerror(errno));
     if (st == ATTEST_OK && rename(tmp, out) != 0)
         st = attest_fail(ATTEST_ERR_IO, "%s: cannot rename into place: %s", out, strerror(errno));
     if (st != ATTEST_OK) (void)remove(tmp);

@@ -41,6 +41,15 @@ static void xml_put(FILE *f, const char *s, int text)
 
 static void xml_escaped(FILE *f, const char *s) { xml_put(f, s, 0); }
 
+/* The body is buffered in a temporary file (tmpfile: $TMPDIR or /tmp) until the counts are
+ * known: say where a write failed, and why. */
+static attest_status buffer_failed(const attest_junit *j)
+{
+    return attest_fail(ATTEST_ERR_IO, "%s: cannot buffer the report in a temporary file (disk "
+                                      "full?): %s",
+                       j->path, strerror(errno));
+}
+
 attest_status attest_junit_open(const char *path, const char *suite, attest_junit **out)
 {
     *out = NULL;
@@ -110,8 +119,7 @@ attest_status attest_junit_add(attest_junit *j, const char *classname, const cha
         }
         fprintf(j->body, "</%s>\n    </testcase>\n", error ? "error" : "failure");
     }
-    return ferror(j->body) ? attest_fail(ATTEST_ERR_IO, "%s: cannot buffer a testcase", j->path)
-                           : ATTEST_OK;
+    return ferror(j->body) ? buffer_failed(j) : ATTEST_OK;
 }
 
 attest_status attest_junit_add_error(attest_junit *j, const char *classname, const char *name,
@@ -122,8 +130,7 @@ attest_status attest_junit_add_error(attest_junit *j, const char *classname, con
     fputs(">\n      <error type=\"UNREADABLE\" message=\"", j->body);
     xml_escaped(j->body, message);
     fputs("\"/>\n    </testcase>\n", j->body);
-    return ferror(j->body) ? attest_fail(ATTEST_ERR_IO, "%s: cannot buffer a testcase", j->path)
-                           : ATTEST_OK;
+    return ferror(j->body) ? buffer_failed(j) : ATTEST_OK;
 }
 
 void attest_junit_discard(attest_junit *j)
