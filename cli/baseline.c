@@ -432,12 +432,14 @@ int attest_cmd_run_baseline(int argc, char **argv)
     const double timeout = r.timeout;
     if (!spec[0] || !spec[1])
         return attest_cli_usage_error("run", "--baseline needs --candidate too");
+    const char *inputs[3] = {policy_path, spec[0], spec[1]};
     if (out) {
-        const char *inputs[3] = {policy_path, spec[0], spec[1]};
         const int orc =
             attest_cli_check_output("run", out, ATTEST_OUTPUT_RESULTS, r.force, inputs, 3);
         if (orc >= 0) return orc;
     }
+    const int rrc = attest_cli_check_reports("run", out, junit, json, inputs, 3);
+    if (rrc >= 0) return rrc;
     const attest_candidate *cand[2];
     for (int j = 0; j < 2; j++)
         if (attest_candidate_resolve(spec[j], &cand[j]) != ATTEST_OK)

@@ -80,6 +80,31 @@ int attest_cli_check_output(const char *verb, const char *path, int kind, int fo
     return -1;
 }
 
+int attest_cli_check_reports(const char *verb, const char *out, const char *junit,
+                             const char *json, const char *const *inputs, size_t num_inputs)
+{
+    const char *const reports[2] = {junit, json};
+    const int kinds[2] = {ATTEST_OUTPUT_JUNIT, ATTEST_OUTPUT_JSON};
+    const char *const flags[2] = {"--junit", "--json"};
+    for (int k = 0; k < 2; k++) {
+        if (reports[k] == NULL) continue;
+        const char *other = reports[1 - k];
+        if ((out && !strcmp(reports[k], out)) || (other && !strcmp(reports[k], other)))
+            return attest_cli_usage_error(verb, "%s %s: names another output of this command",
+                                          flags[k], reports[k]);
+        /* The other outputs count as inputs: an existing results file is not a report. */
+        const char **all = calloc(num_inputs + 2, sizeof *all);
+        if (all == NULL) return attest_cli_usage_error(verb, "out of memory");
+        for (size_t i = 0; i < num_inputs; i++) all[i] = inputs[i];
+        all[num_inputs] = out;
+        all[num_inputs + 1] = other;
+        const int rc = attest_cli_check_output(verb, reports[k], kinds[k], 0, all, num_inputs + 2);
+        free(all);
+        if (rc >= 0) return rc;
+    }
+    return -1;
+}
+
 int attest_cli_max_case_mb(const char *verb, const char *value)
 {
     uint64_t mb = 0;

@@ -173,6 +173,8 @@ int attest_cmd_campaign(int argc, char **argv)
     int rc = attest_cli_check_output("campaign", out, ATTEST_OUTPUT_RESULTS, force, specs,
                                      num_specs);
     if (rc >= 0) return rc;
+    if ((rc = attest_cli_check_reports("campaign", out, junit, json, specs, num_specs)) >= 0)
+        return rc;
     static const char *const builtin[] = {"cpu-indexer", "cpu-mla-decode"};
     if (num_specs == 0)
         for (int j = 0; j < 2; j++) specs[num_specs++] = builtin[j];

@@ -165,19 +165,20 @@ static int parse(int argc, char **argv, check_args *a)
         return attest_cli_usage_error(VERB, "expected fixture files or directories");
     a->fixtures = argv + optind;
     a->num_fixtures = (size_t)(argc - optind);
-    if (a->out) {
-        /* A fixture (or the policy) given as --out would be overwritten by the results. */
-        const size_t n = 2 + a->num_specs + a->num_fixtures;
-        const char **inputs = calloc(n, sizeof *inputs);
-        if (!inputs) return attest_cli_usage_error(VERB, "out of memory");
-        inputs[0] = a->policy;
-        inputs[n - 1] = a->baseline;
-        for (size_t i = 0; i < a->num_specs; i++) inputs[1 + i] = a->specs[i];
-        for (size_t i = 0; i < a->num_fixtures; i++) inputs[1 + a->num_specs + i] = a->fixtures[i];
-        int rc = attest_cli_check_output(VERB, a->out, ATTEST_OUTPUT_RESULTS, a->force, inputs, n);
-        free(inputs);
-        if (rc >= 0) return rc;
-    }
+    /* A fixture (or the policy) given as an output would be overwritten by it. */
+    const size_t n = 2 + a->num_specs + a->num_fixtures;
+    const char **inputs = calloc(n, sizeof *inputs);
+    if (!inputs) return attest_cli_usage_error(VERB, "out of memory");
+    inputs[0] = a->policy;
+    inputs[n - 1] = a->baseline;
+    for (size_t i = 0; i < a->num_specs; i++) inputs[1 + i] = a->specs[i];
+    for (size_t i = 0; i < a->num_fixtures; i++) inputs[1 + a->num_specs + i] = a->fixtures[i];
+    int rc = -1;
+    if (a->out)
+        rc = attest_cli_check_output(VERB, a->out, ATTEST_OUTPUT_RESULTS, a->force, inputs, n);
+    if (rc < 0) rc = attest_cli_check_reports(VERB, a->out, a->junit, a->json, inputs, n);
+    free(inputs);
+    if (rc >= 0) return rc;
     return -1;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attest/files.h"
 #include "attest/html_report.h"
 #include "attest/results.h"
 #include "commands.h"
@@ -50,6 +51,9 @@ int attest_cmd_report(int argc, char **argv)
     if (optind + 1 != argc)
         return attest_cli_usage_error("report", "expected one results file (attest report --help)");
     if (out == NULL) return attest_cli_usage_error("report", "--html OUT.html is required");
+    const char *inputs[] = {argv[optind]};
+    const int orc = attest_cli_check_output("report", out, ATTEST_OUTPUT_HTML, 0, inputs, 1);
+    if (orc >= 0) return orc;
     attest_results_reader *r = NULL;
     if (attest_results_open_read(argv[optind], &r) != ATTEST_OK)
         return attest_cli_usage_error("report", "%s", attest_last_error());

@@ -151,12 +151,12 @@ int attest_cmd_run(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc >= 0) return rc;
 
-    if (a.r.out) {
-        const char *inputs[] = {a.r.policy, a.r.candidate};
-        if ((rc = attest_cli_check_output("run", a.r.out, ATTEST_OUTPUT_RESULTS, a.r.force, inputs,
-                                          2)) >= 0)
-            return rc;
-    }
+    const char *inputs[] = {a.r.policy, a.r.candidate};
+    if (a.r.out && (rc = attest_cli_check_output("run", a.r.out, ATTEST_OUTPUT_RESULTS,
+                                                 a.r.force, inputs, 2)) >= 0)
+        return rc;
+    if ((rc = attest_cli_check_reports("run", a.r.out, a.r.junit, a.r.json, inputs, 2)) >= 0)
+        return rc;
     const attest_candidate *cand = NULL;
     if (attest_candidate_resolve(a.r.candidate, &cand) != ATTEST_OK)
         return attest_cli_usage_error("run", "%s", attest_last_error());

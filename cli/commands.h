@@ -50,6 +50,12 @@ int attest_cli_option_value(int argc, char **argv, int *i, const char *name, con
 int attest_cli_check_output(const char *verb, const char *path, int kind, int force,
                             const char *const *inputs, size_t num_inputs);
 
+/* The output policy for a verb's --junit and --json (either may be NULL): neither may be an
+ * input, the --out path (may be NULL) or the other, and neither replaces a file that is not an
+ * earlier report of its kind (files.h). -1 when both may be written, else ATTEST_EXIT_USAGE. */
+int attest_cli_check_reports(const char *verb, const char *out, const char *junit,
+                             const char *json, const char *const *inputs, size_t num_inputs);
+
 /* --max-case-mb VALUE of the verbs that load case files: sets attest_casefile_set_max_bytes.
  * Returns -1 on success, else prints one line and returns ATTEST_EXIT_USAGE. */
 int attest_cli_max_case_mb(const char *verb, const char *value);

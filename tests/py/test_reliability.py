@@ -123,6 +123,29 @@ def finding_1_outputs(tmp):
     one_line_error(rc, out, err, "--out ''")
     check("NULL" not in err and "empty" in err, f"--out '' message: {err!r}")
 
+    # The reports follow the same policy: --json, --junit and report --html replaced any file
+    # they were given (a text file, the results file being reported on, /dev/stdout's link).
+    for flag, verb_args in (("--json", ["run", "--candidate", "cpu-indexer", "--cases", "2"]),
+                            ("--junit", ["run", "--candidate", "cpu-indexer", "--cases", "2"]),
+                            ("--html", ["report", res])):
+        rc, out, err = run_to(120, *verb_args, flag, text)
+        one_line_error(rc, out, err, f"{flag} over a text file")
+        check(read(text) == b"my notes\n", f"{flag} replaced a text file")
+        rc, out, err = run_to(120, *verb_args, flag, link)
+        one_line_error(rc, out, err, f"{flag} over a symlink")
+        check(read(text) == b"my notes\n" and os.path.islink(link), f"{flag} wrote through a link")
+        mine = os.path.join(tmp, "report" + flag)
+        for again in range(2):  # an earlier report of its own kind is replaced: a re-run's
+            rc, out, err = run_to(120, *verb_args, flag, mine)
+            check(rc == 0 and os.path.getsize(mine) > 0, f"{flag} {mine} (run {again}): {err}")
+    before = read(res)
+    rc, out, err = run_to(120, "report", res, "--html", res)
+    one_line_error(rc, out, err, "report R --html R")
+    check(read(res) == before, "report --html overwrote the results file it reported on")
+    rc, out, err = run_to(120, "run", "--candidate", "cpu-indexer", "--cases", "2", "--json",
+                          os.path.join(tmp, "same"), "--junit", os.path.join(tmp, "same"))
+    one_line_error(rc, out, err, "--json and --junit on one path")
+
 
 def finding_2_lock(tmp):
     """Two runs of one --out: the second is told who holds it; nothing mixes."""

@@ -34,7 +34,13 @@ attest_status attest_file_check_regular(const char *path, const char *what) ATTE
 /* The kind of file an output path receives. */
 typedef enum attest_output_kind {
     ATTEST_OUTPUT_RESULTS = 0,  /* an attest results file (and its .rows/.repro siblings) */
-    ATTEST_OUTPUT_HDF5 = 1      /* a case or fixture file: any HDF5 file may be replaced */
+    ATTEST_OUTPUT_HDF5 = 1,     /* a case or fixture file: any HDF5 file may be replaced */
+    /* Reports derived from a run (--junit, --json, report --html): an earlier report of the same
+     * kind that attest wrote is replaced without --force (a re-run writes its report again);
+     * any other file never, --force or not. */
+    ATTEST_OUTPUT_JUNIT = 2,
+    ATTEST_OUTPUT_JSON = 3,
+    ATTEST_OUTPUT_HTML = 4
 } attest_output_kind;
 
 /* Applies the output policy above to `path` before a verb writes it. inputs[0..num_inputs) are

@@ -26,6 +26,38 @@ static int has_hdf5_signature(const char *path)
     return n == (ssize_t)sizeof head && memcmp(head, sig, sizeof sig) == 0;
 }
 
+/* Whether path holds a report of `kind` that attest wrote: the opening its writers give each
+ * (report_ci.c, report_html.c). A report's name is the user's to choose, so its content decides:
+ * `--json notes.txt`, `report r.h5 --html r.h5` and `--json /dev/stdout` replaced what they
+ * named. */
+static int is_attest_report(const char *path, attest_output_kind kind)
+{
+    char head[1024];
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, head, sizeof head - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    head[n] = '\0';
+    switch (kind) {
+    case ATTEST_OUTPUT_JUNIT:
+        return !strncmp(head, "<?xml", 5) && strstr(head, "<testsuite name=\"attest ") != NULL;
+    case ATTEST_OUTPUT_JSON: return !strncmp(head, "{\n  \"attest\": \"", 15);
+    case ATTEST_OUTPUT_HTML:
+        return !strncmp(head, "<!DOCTYPE html>", 15) && strstr(head, "<title>attest: ") != NULL;
+    default: return 0;
+    }
+}
+
+static const char *report_name(attest_output_kind kind)
+{
+    switch (kind) {
+    case ATTEST_OUTPUT_JUNIT: return "a JUnit report";
+    case ATTEST_OUTPUT_JSON: return "a JSON summary";
+    default: return "an HTML report";
+    }
+}
+
 static int exists(const char *path, struct stat *sb)
 {
     return lstat(path, sb) == 0;
@@ -35,7 +67,7 @@ attest_status attest_output_check(const char *path, attest_output_kind kind, int
                                   const char *const *inputs, size_t num_inputs)
 {
     ATTEST_RETURN_IF(!path || !path[0], ATTEST_ERR_INVALID_ARGUMENT,
-                     "--out: an empty path (name the file to write)");
+                     "an empty output path (name the file to write)");
     ATTEST_RETURN_IF(strlen(path) + 64 >= PATH_MAX, ATTEST_ERR_INVALID_ARGUMENT,
                      "%s: path too long", path);
     struct stat sb;
@@ -70,6 +102,14 @@ attest_status attest_output_check(const char *path, attest_output_kind kind, int
         }
     }
     if (!present) return ATTEST_OK;
+    if (kind == ATTEST_OUTPUT_JUNIT || kind == ATTEST_OUTPUT_JSON || kind == ATTEST_OUTPUT_HTML) {
+        if (!is_attest_report(path, kind))
+            return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
+                               "%s: exists and is not %s attest wrote; not replaced", path,
+                               report_name(kind));
+        attest_clear_error();
+        return ATTEST_OK;
+    }
     if (kind == ATTEST_OUTPUT_RESULTS) {
         if (!has_hdf5_signature(path) || attest_results_probe(path, 0) != ATTEST_OK)
             return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
