@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "attest/casefile.h"
@@ -102,6 +103,32 @@ int attest_cli_check_reports(const char *verb, const char *out, const char *juni
         free(all);
         if (rc >= 0) return rc;
     }
+    return -1;
+}
+
+int attest_cli_free_path(char *path, size_t cap)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0 && errno == ENOENT) return 0;
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(path, '.');
+    const size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : strlen(path);
+    char *ext = strdup(path + stem);
+    if (ext == NULL) return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "%s: out of memory", path), -1;
+    for (int n = 2; n <= 1000; n++) {
+        char *p = malloc(cap);
+        if (p == NULL) break;
+        const int w = snprintf(p, cap, "%.*s-%d%s", (int)stem, path, n, ext);
+        const int taken = w < 0 || (size_t)w >= cap || lstat(p, &sb) == 0 || errno != ENOENT;
+        if (!taken) memcpy(path, p, (size_t)w + 1);
+        free(p);
+        if (!taken) {
+            free(ext);
+            return 0;
+        }
+    }
+    free(ext);
+    attest_fail(ATTEST_ERR_IO, "%s: that name and 999 numbered ones are taken", path);
     return -1;
 }
 

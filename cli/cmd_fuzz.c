@@ -257,16 +257,18 @@ static attest_status libfuzzer_finding(const fuzz_args *a, const attest_candidat
     attest_finding_origin o;
     memset(&o, 0, sizeof o);
     const char *base = strrchr(input, '/') ? strrchr(input, '/') + 1 : input;
-    char kept[4400];
+    char kept[4400] = "";
     if (st == ATTEST_OK)
         st = attest_lf_keep_input(input, data, size, a->findings, attest_kernel_name(cand->kernel),
                                   o.id, sizeof o.id, kept, sizeof kept);
     free(data);
     snprintf(o.what, sizeof o.what, "libFuzzer input %.40s", base);
+    const char *kept_base = strrchr(kept, '/') ? strrchr(kept, '/') + 1 : kept;
     snprintf(o.how, sizeof o.how,
-             "decoded from the libFuzzer input finding-%s-%.40s.fuzz-input beside this file "
+             "decoded from the libFuzzer input %.80s beside this file "
              "(ATTEST_FUZZ_CANDIDATE=%.600s %s_replay INPUT replays it; fuzz/README.md)",
-             attest_kernel_name(cand->kernel), o.id, a->r.candidate, fuzz_target_of(cand->kernel));
+             st == ATTEST_OK ? kept_base : "(not kept)", a->r.candidate,
+             fuzz_target_of(cand->kernel));
     if (st == ATTEST_OK && !valid)
         st = attest_fail(ATTEST_ERR_INTERNAL, "%s names no valid case, yet the target stopped on "
                          "it: its output is in %s", input, log);

@@ -168,6 +168,9 @@ static attest_status finding(const attest_fuzz_pair_options *o, const fuzz_job_s
         attest_case_size_describe(&small, after, sizeof after);
         snprintf(path, sizeof path, "%s/finding-%s-differs-%016" PRIx64 ".h5", o->run.findings,
                  attest_kernel_name(c.kernel), found->seed);
+        if (attest_cli_free_path(path, sizeof path) != 0) st = ATTEST_ERR_IO;
+    }
+    if (st == ATTEST_OK) {
         snprintf(note, sizeof note,
                  "attest fuzz --baseline finding: %s and %s differ (%s%s%s); generated from seed "
                  "0x%016" PRIx64 " (attest run --candidate %.300s --baseline %.300s --case-seed "

@@ -10,6 +10,7 @@
 #include "attest/reference.h"
 #include "attest/report.h"
 #include "attest/campaign.h"
+#include "commands.h"
 
 typedef struct judge_ctx {
     attest_runner *runner;
@@ -57,7 +58,10 @@ attest_status attest_fuzz_save_case(const char *path, const attest_case *c, cons
     x.num_expected = k;
     x.note = note;
     x.replay = replay;
-    if (st == ATTEST_OK) st = attest_casefile_save(path, NULL, c, &x);
+    int existed = 0;
+    if (st == ATTEST_OK) st = attest_casefile_save_new(path, c, &x, &existed);
+    if (st == ATTEST_OK && existed) /* taken since attest_cli_free_path looked */
+        st = attest_fail(ATTEST_ERR_IO, "%s: appeared while the finding was written; kept", path);
     for (size_t i = 0; i < k; i++) free(ref[i]);
     return st;
 }
@@ -103,6 +107,9 @@ attest_status attest_fuzz_finding(const attest_finding_options *fo, const attest
                  attest_kernel_name(c.kernel), attest_verdict_name(rec.verdict), o->id);
         for (char *p = strrchr(path, '/') + 1; *p; p++)
             if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+        if (attest_cli_free_path(path, sizeof path) != 0) st = ATTEST_ERR_IO;
+    }
+    if (st == ATTEST_OK) {
         snprintf(note, sizeof note,
                  "attest fuzz finding: %s%s%s%s of %s; %s, minimized from %s to %s in %u judgements",
                  attest_verdict_name(rec.verdict), gates[0] ? " (" : "", gates, gates[0] ? ")" : "",

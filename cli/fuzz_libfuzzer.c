@@ -77,7 +77,11 @@ attest_status attest_lf_keep_input(const char *input, const uint8_t *data, size_
     const char *dash = strchr(base, '-');
     snprintf(id, id_cap, "%.16s", dash ? dash + 1 : base);
     snprintf(kept, kept_cap, "%s/finding-%s-%s.fuzz-input", findings, tag, id);
-    FILE *f = fopen(kept, "wb");
+    if (attest_cli_free_path(kept, kept_cap) != 0) return ATTEST_ERR_IO;
+    /* A new file only: never through a link, never over a file that appeared meanwhile. */
+    const int fd = open(kept, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (f == NULL && fd >= 0) close(fd);
     ATTEST_RETURN_IF(f == NULL, ATTEST_ERR_IO, "%s: %s", kept, strerror(errno));
     attest_status st = ATTEST_OK;
     if (fwrite(data, 1, size, f) != size) st = attest_fail(ATTEST_ERR_IO, "%s: write error", kept);

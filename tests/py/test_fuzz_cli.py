@@ -49,6 +49,30 @@ def main():
         rc, rout, rerr = run("replay", files[0], "--candidate", name, "--timeout", "0.5")
         check(rc == 1 and verdict in rout, f"{name}: attest replay exit {rc}\n{rout}{rerr}")
 
+    # A finding never replaces a file: the same search again (the same seed, so the same case
+    # and name) saves beside the first, which stays as it was; a link of that name is left alone.
+    d = os.path.join(tmp, "again")
+    os.mkdir(d)
+    names = []
+    for i in range(2):
+        rc, out, err = run("fuzz", "--engine", "search", "--candidate",
+                           "mutant-mla-scale-off-by-one", "--time", "10", "--jobs", "1",
+                           "--seed", "2", "--findings", d, "--out", os.path.join(d, f"r{i}.h5"))
+        m = re.search(r"saved: (\S+)", out)
+        check(rc == 1 and m is not None, f"fuzz again {i}: exit {rc}\n{out}{err}")
+        names.append(m.group(1) if m else "")
+        if i == 0 and m:
+            with open(m.group(1), "rb") as f:
+                first = f.read()
+    check(names[0] != names[1] and names[1].endswith("-2.h5"),
+          f"the second finding's name: {names}")
+    if names[0]:
+        with open(names[0], "rb") as f:
+            check(f.read() == first, "the second finding replaced the first")
+    for n in names[1:]:
+        rc, cout, cerr = run("check", n, "--candidate", "mutant-mla-scale-off-by-one")
+        check(rc == 1, f"attest check {n}: exit {rc}")
+
     # The correct candidates: nothing found, no file saved, exit 0.
     for kernel, cand in CORRECT.items():
         d = os.path.join(tmp, cand)
