@@ -113,22 +113,22 @@ int attest_cli_free_path(char *path, size_t cap)
     const char *slash = strrchr(path, '/');
     const char *dot = strrchr(path, '.');
     const size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : strlen(path);
-    char *ext = strdup(path + stem);
-    if (ext == NULL) return attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "%s: out of memory", path), -1;
+    char *numbered = malloc(cap);
+    if (numbered == NULL) {
+        attest_fail(ATTEST_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        return -1;
+    }
     for (int n = 2; n <= 1000; n++) {
-        char *p = malloc(cap);
-        if (p == NULL) break;
-        const int w = snprintf(p, cap, "%.*s-%d%s", (int)stem, path, n, ext);
-        const int taken = w < 0 || (size_t)w >= cap || lstat(p, &sb) == 0 || errno != ENOENT;
-        if (!taken) memcpy(path, p, (size_t)w + 1);
-        free(p);
-        if (!taken) {
-            free(ext);
+        const int w = snprintf(numbered, cap, "%.*s-%d%s", (int)stem, path, n, path + stem);
+        if (w < 0 || (size_t)w >= cap) break;
+        if (lstat(numbered, &sb) != 0 && errno == ENOENT) {
+            memcpy(path, numbered, (size_t)w + 1);
+            free(numbered);
             return 0;
         }
     }
-    free(ext);
-    attest_fail(ATTEST_ERR_IO, "%s: that name and 999 numbered ones are taken", path);
+    free(numbered);
+    attest_fail(ATTEST_ERR_IO, "%s: no free name beside it (up to -1000)", path);
     return -1;
 }
 
