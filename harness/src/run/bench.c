@@ -82,7 +82,7 @@ attest_status attest_bench_parse_kernel_shape(attest_kernel kernel, const char *
         size_t n = end ? (size_t)(end - p) : strlen(p);
         const char *eq = memchr(p, '=', n);
         ATTEST_RETURN_IF(!eq, ATTEST_ERR_INVALID_ARGUMENT,
-                         "bench: shape '%s': expected key=value, got '%.*s'", text, (int)n, p);
+                         "shape '%s': expected key=value, got '%.*s'", text, (int)n, p);
         const size_t klen = (size_t)(eq - p), vlen = n - klen - 1;
         if (mla && klen == 6 && strncmp(p, "layout", 6) == 0) {
             if (vlen == 6 && strncmp(eq + 1, "mla-v4", 6) == 0)
@@ -91,7 +91,7 @@ attest_status attest_bench_parse_kernel_shape(attest_kernel kernel, const char *
                 s.layout = ATTEST_LAYOUT_MLA_V32;
             else
                 return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
-                                   "bench: shape '%s': layout must be mla-v4 or mla-v32", text);
+                                   "shape '%s': layout must be mla-v4 or mla-v32", text);
             p += n;
             if (*p == ',') p++;
             continue;
@@ -100,31 +100,31 @@ attest_status attest_bench_parse_kernel_shape(attest_kernel kernel, const char *
         while (k < num_keys && (strlen(keys[k].key) != klen || strncmp(keys[k].key, p, klen) != 0))
             k++;
         ATTEST_RETURN_IF(k == num_keys, ATTEST_ERR_INVALID_ARGUMENT,
-                         "bench: shape '%s': unknown key '%.*s' (%s)", text, (int)klen, p, names);
+                         "shape '%s': unknown key '%.*s' (%s)", text, (int)klen, p, names);
         int32_t *field = (int32_t *)((char *)&s + keys[k].off);
         ATTEST_RETURN_IF(parse_int(eq + 1, vlen, keys[k].lo, keys[k].hi, field) != 0,
                          ATTEST_ERR_INVALID_ARGUMENT,
-                         "bench: shape '%s': bad value for %s (%d..%d)", text, keys[k].key,
+                         "shape '%s': bad value for %s (%d..%d)", text, keys[k].key,
                          keys[k].lo, keys[k].hi);
         p += n;
         if (*p == ',') p++;
     }
-    ATTEST_RETURN_IF(s.b == 0, ATTEST_ERR_INVALID_ARGUMENT, "bench: shape '%s': b is required",
+    ATTEST_RETURN_IF(s.b == 0, ATTEST_ERR_INVALID_ARGUMENT, "shape '%s': b is required",
                      text);
     if (mla) {
         ATTEST_RETURN_IF(s.topk == 0, ATTEST_ERR_INVALID_ARGUMENT,
-                         "bench: shape '%s': topk is required", text);
+                         "shape '%s': topk is required", text);
         if (s.ctx == 0) s.ctx = s.topk;
         ATTEST_RETURN_IF(s.topk > s.ctx, ATTEST_ERR_INVALID_ARGUMENT,
-                         "bench: shape '%s': topk %d exceeds ctx %d", text, s.topk, s.ctx);
+                         "shape '%s': topk %d exceeds ctx %d", text, s.topk, s.ctx);
         *out = s;
         return ATTEST_OK;
     }
     if (s.max_len == 0) s.max_len = s.len;
     ATTEST_RETURN_IF(s.max_len == 0, ATTEST_ERR_INVALID_ARGUMENT,
-                     "bench: shape '%s': len or max_len is required", text);
+                     "shape '%s': len or max_len is required", text);
     ATTEST_RETURN_IF(s.len > s.max_len, ATTEST_ERR_INVALID_ARGUMENT,
-                     "bench: shape '%s': len %d exceeds max_len %d", text, s.len, s.max_len);
+                     "shape '%s': len %d exceeds max_len %d", text, s.len, s.max_len);
     *out = s;
     return ATTEST_OK;
 }
