@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "attest/files.h"
@@ -34,9 +35,10 @@ static void usage(FILE *f)
             "\n"
             "Runs the main job: by default the embedded campaign, cpu-indexer on N indexer cases\n"
             "and cpu-mla-decode on N mla-decode cases (default N = %d each), isolated, 2 runs per\n"
-            "case, under the embedded policy; writes every result to FILE (default %s)\n"
-            "and prints the summary. Exit status: 0 all passed, 1 a case failed or none was judged,\n"
-            "2 error, 130 stopped by SIGINT.\n"
+            "case, under the embedded policy; writes every result to FILE (default %s, or\n"
+            "attest-campaign-2.h5, -3, ... when an earlier campaign has it) and prints the\n"
+            "summary. Exit status: 0 all passed, 1 a case failed or none was judged, 2 error,\n"
+            "130 stopped by SIGINT.\n"
             "\n"
             "  --candidate SPEC  run this candidate (built-in name or path/lib.so:NAME) instead of\n"
             "                    the built-in ones; repeat for several (at most %d)\n"
@@ -63,6 +65,27 @@ static void usage(FILE *f)
             DEFAULT_CASES_PER_KERNEL, DEFAULT_OUT, MAX_JOBS, MAX_DEFAULT_WORKERS);
 }
 
+/* The results file when --out is left out: attest-campaign.h5, or the first of
+ * attest-campaign-2.h5, -3, ... that no campaign has used (the file, its .rows and its .repro/
+ * all absent). A second `bash ci/main.sh` stopped with "exists; use --force"; taking the next
+ * name runs it and keeps the first campaign's results. */
+static const char *default_out(char *buf, size_t cap)
+{
+    for (int n = 1; n <= 1000; n++) {
+        if (n == 1) snprintf(buf, cap, "%s", DEFAULT_OUT);
+        else snprintf(buf, cap, "attest-campaign-%d.h5", n);
+        char sib[300];
+        struct stat sb;
+        int used = lstat(buf, &sb) == 0;
+        snprintf(sib, sizeof sib, "%s.rows", buf);
+        used |= lstat(sib, &sb) == 0;
+        snprintf(sib, sizeof sib, "%s%s", buf, ATTEST_RESULTS_REPRO_DIR_SUFFIX);
+        used |= lstat(sib, &sb) == 0;
+        if (!used) return buf;
+    }
+    return DEFAULT_OUT; /* all taken: the output check says what is in the way */
+}
+
 /* campaign --baseline: the pair job of attest run --baseline, under the campaign's defaults
  * (cases and results file) where the command line leaves them out. */
 static int campaign_baseline(int argc, char **argv)
@@ -85,9 +108,10 @@ static int campaign_baseline(int argc, char **argv)
         args[n++] = "--cases";
         args[n++] = cases;
     }
+    char out[256];
     if (!has_out) {
         args[n++] = "--out";
-        args[n++] = DEFAULT_OUT;
+        args[n++] = (char *)default_out(out, sizeof out);
     }
     args[n++] = "--as-verb";
     args[n++] = "campaign";
@@ -114,7 +138,7 @@ int attest_cmd_campaign(int argc, char **argv)
     char command_line[2048]; /* taken before getopt_long permutes argv */
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     uint64_t cases = DEFAULT_CASES_PER_KERNEL, seed = 1;
-    const char *out = DEFAULT_OUT, *kernel_name = NULL, *junit = NULL, *json = NULL;
+    const char *out = NULL, *kernel_name = NULL, *junit = NULL, *json = NULL;
     const char *save_dir = NULL;
     const char *specs[MAX_JOBS];
     size_t num_specs = 0;
@@ -170,6 +194,8 @@ int attest_cmd_campaign(int argc, char **argv)
     if (kernel_name && attest_kernel_from_name(kernel_name, &only) != ATTEST_OK)
         return attest_cli_usage_error("campaign", "%s", attest_last_error());
 
+    char default_path[256];
+    if (out == NULL) out = default_out(default_path, sizeof default_path);
     int rc = attest_cli_check_output("campaign", out, ATTEST_OUTPUT_RESULTS, force, specs,
                                      num_specs);
     if (rc >= 0) return rc;

@@ -155,6 +155,22 @@ def main():
     rc, out, err = run("run", "--candidate", "cpu-indexer", "--cases=2", "--timeout=5")
     check(rc == 0 and "PASS (2 cases)" in out, f"--cases=2 --timeout=5: exit {rc} {err}")
 
+    # The main job again, without --out: the next free name, the first results kept (the
+    # second `bash ci/main.sh` stopped with "exists; use --force").
+    here = os.getcwd()
+    workdir = os.path.join(tmp, "mainjob")
+    os.mkdir(workdir)
+    os.chdir(workdir)
+    try:
+        outs = [run("campaign", "--cases", "5") for _ in range(2)]
+    finally:
+        os.chdir(here)
+    check(all(o[0] == 0 for o in outs) and "results in attest-campaign.h5" in outs[0][1] and
+          "results in attest-campaign-2.h5" in outs[1][1],
+          f"campaign twice without --out: {[(o[0], o[1][:120], o[2]) for o in outs]}")
+    check(sorted(os.listdir(workdir)) == ["attest-campaign-2.h5", "attest-campaign.h5"],
+          f"campaign twice left {sorted(os.listdir(workdir))}")
+
     # The commit a build records is the tree's commit when it was built: it was read at
     # configure time only, so every results file after a later commit named the one before.
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
