@@ -47,7 +47,10 @@ grep -q "#5 MISMATCH .*mutant-indexer-scale-off-by-one vs cpu-indexer" out || fa
 expect 0 campaign --candidate cpu-mla-decode --baseline cpu-mla-decode-tile16 --cases 10
 grep -q "agree 10, differ 0" out || fail "campaign --baseline: the pair does not agree"
 [ -f attest-campaign.h5 ] || fail "campaign --baseline wrote no attest-campaign.h5"
-expect 2 campaign --candidate cpu-mla-decode --baseline cpu-mla-decode-tile16 --cases 10
+# Again without --out: the next unused name, the first results kept.
+expect 0 campaign --candidate cpu-mla-decode --baseline cpu-mla-decode-tile16 --cases 10
+[ -f attest-campaign-2.h5 ] || fail "campaign --baseline again wrote no attest-campaign-2.h5"
+expect 2 campaign --candidate cpu-mla-decode --baseline cpu-mla-decode-tile16 --cases 10 --out attest-campaign.h5
 expect 2 check fix.h5 --candidate cpu-indexer --baseline cpu-mla-decode
 [ "$(wc -l < out)" -eq 1 ] || fail "the usage error is not one line"
 expect 2 check fix.h5 --candidate cpu-indexer --same bitwise
