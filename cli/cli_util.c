@@ -106,10 +106,22 @@ int attest_cli_check_reports(const char *verb, const char *out, const char *juni
     return -1;
 }
 
-int attest_cli_free_path(char *path, size_t cap)
+/* Whether a name is used: the path itself or one of its siblings (PATH + suffix) exists. */
+static int name_used(const char *path, const char *const *siblings)
 {
     struct stat sb;
-    if (lstat(path, &sb) != 0 && errno == ENOENT) return 0;
+    if (lstat(path, &sb) == 0 || errno != ENOENT) return 1;
+    for (size_t i = 0; siblings && siblings[i]; i++) {
+        char sib[4096];
+        snprintf(sib, sizeof sib, "%s%s", path, siblings[i]);
+        if (lstat(sib, &sb) == 0 || errno != ENOENT) return 1;
+    }
+    return 0;
+}
+
+int attest_cli_free_path(char *path, size_t cap, const char *const *siblings)
+{
+    if (!name_used(path, siblings)) return 0;
     const char *slash = strrchr(path, '/');
     const char *dot = strrchr(path, '.');
     const size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : strlen(path);
@@ -121,7 +133,7 @@ int attest_cli_free_path(char *path, size_t cap)
     for (int n = 2; n <= 1000; n++) {
         const int w = snprintf(numbered, cap, "%.*s-%d%s", (int)stem, path, n, path + stem);
         if (w < 0 || (size_t)w >= cap) break;
-        if (lstat(numbered, &sb) != 0 && errno == ENOENT) {
+        if (!name_used(numbered, siblings)) {
             memcpy(path, numbered, (size_t)w + 1);
             free(numbered);
             return 0;

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "attest/files.h"
@@ -71,19 +70,13 @@ static void usage(FILE *f)
  * name runs it and keeps the first campaign's results. */
 static const char *default_out(char *buf, size_t cap)
 {
-    for (int n = 1; n <= 1000; n++) {
-        if (n == 1) snprintf(buf, cap, "%s", DEFAULT_OUT);
-        else snprintf(buf, cap, "attest-campaign-%d.h5", n);
-        char sib[300];
-        struct stat sb;
-        int used = lstat(buf, &sb) == 0;
-        snprintf(sib, sizeof sib, "%s.rows", buf);
-        used |= lstat(sib, &sb) == 0;
-        snprintf(sib, sizeof sib, "%s%s", buf, ATTEST_RESULTS_REPRO_DIR_SUFFIX);
-        used |= lstat(sib, &sb) == 0;
-        if (!used) return buf;
+    static const char *const siblings[] = {".rows", ATTEST_RESULTS_REPRO_DIR_SUFFIX, NULL};
+    snprintf(buf, cap, "%s", DEFAULT_OUT);
+    if (attest_cli_free_path(buf, cap, siblings) != 0) {
+        attest_clear_error();
+        snprintf(buf, cap, "%s", DEFAULT_OUT); /* all taken: the output check says what is there */
     }
-    return DEFAULT_OUT; /* all taken: the output check says what is in the way */
+    return buf;
 }
 
 /* campaign --baseline: the pair job of attest run --baseline, under the campaign's defaults

@@ -50,11 +50,13 @@ int attest_cli_option_value(int argc, char **argv, int *i, const char *name, con
 int attest_cli_check_output(const char *verb, const char *path, int kind, int force,
                             const char *const *inputs, size_t num_inputs);
 
-/* Findings never replace a file: when `path` (DIR/STEM.EXT) exists, it becomes the first free
- * DIR/STEM-2.EXT, DIR/STEM-3.EXT, ... A second candidate's finding on the same generated case
- * (the same seed, so the same name) replaced the first one's. 0 when path names a free name,
- * -1 (with an attest error) when none of 1000 is. */
-int attest_cli_free_path(char *path, size_t cap);
+/* Outputs named by attest, not the user (findings, the campaign's default results file), never
+ * replace a file: when `path` (DIR/STEM.EXT) or a sibling of it (path + each suffix of the
+ * NULL-terminated `siblings`, may be NULL) exists, path becomes the first free DIR/STEM-2.EXT,
+ * DIR/STEM-3.EXT, ... A second candidate's finding on the same generated case (the same seed, so
+ * the same name) replaced the first one's. 0 when path names a free name, -1 (with an attest
+ * error) when none of 1000 is. */
+int attest_cli_free_path(char *path, size_t cap, const char *const *siblings);
 
 /* The output policy for a verb's --junit and --json (either may be NULL): neither may be an
  * input, the --out path (may be NULL) or the other, and neither replaces a file that is not an

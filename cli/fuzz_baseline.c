@@ -168,7 +168,7 @@ static attest_status finding(const attest_fuzz_pair_options *o, const fuzz_job_s
         attest_case_size_describe(&small, after, sizeof after);
         snprintf(path, sizeof path, "%s/finding-%s-differs-%016" PRIx64 ".h5", o->run.findings,
                  attest_kernel_name(c.kernel), found->seed);
-        if (attest_cli_free_path(path, sizeof path) != 0) st = ATTEST_ERR_IO;
+        if (attest_cli_free_path(path, sizeof path, NULL) != 0) st = ATTEST_ERR_IO;
     }
     if (st == ATTEST_OK) {
         snprintf(note, sizeof note,

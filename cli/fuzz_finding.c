@@ -107,7 +107,7 @@ attest_status attest_fuzz_finding(const attest_finding_options *fo, const attest
                  attest_kernel_name(c.kernel), attest_verdict_name(rec.verdict), o->id);
         for (char *p = strrchr(path, '/') + 1; *p; p++)
             if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
-        if (attest_cli_free_path(path, sizeof path) != 0) st = ATTEST_ERR_IO;
+        if (attest_cli_free_path(path, sizeof path, NULL) != 0) st = ATTEST_ERR_IO;
     }
     if (st == ATTEST_OK) {
         snprintf(note, sizeof note,

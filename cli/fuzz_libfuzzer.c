@@ -77,7 +77,7 @@ attest_status attest_lf_keep_input(const char *input, const uint8_t *data, size_
     const char *dash = strchr(base, '-');
     snprintf(id, id_cap, "%.16s", dash ? dash + 1 : base);
     snprintf(kept, kept_cap, "%s/finding-%s-%s.fuzz-input", findings, tag, id);
-    if (attest_cli_free_path(kept, kept_cap) != 0) return ATTEST_ERR_IO;
+    if (attest_cli_free_path(kept, kept_cap, NULL) != 0) return ATTEST_ERR_IO;
     /* A new file only: never through a link, never over a file that appeared meanwhile. */
     const int fd = open(kept, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;

@@ -146,7 +146,7 @@ static attest_status finding(const attest_topk_fuzz_options *o, const attest_top
              attest_verdict_name(verdict), from->id);
     for (char *p = strrchr(path, '/') + 1; *p; p++)
         if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
-    if (st == ATTEST_OK && attest_cli_free_path(path, sizeof path) != 0) st = ATTEST_ERR_IO;
+    if (st == ATTEST_OK && attest_cli_free_path(path, sizeof path, NULL) != 0) st = ATTEST_ERR_IO;
     snprintf(note, sizeof note, "attest fuzz finding: %s [%s] of %s; %s, minimized from %s to %s "
              "in %u judgements",
              attest_verdict_name(verdict), checks, cand->name, from->how, before, after, ms.tries);
