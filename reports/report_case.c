@@ -143,7 +143,11 @@ void attest_rep_brief(FILE *f, const attest_case_record *rec)
         char rel[32], cosd[32], coord[160];
         attest_rep_num(m->max_rel, rel, sizeof rel);
         attest_rep_num(m->cos_diff, cosd, sizeof cosd);
-        fprintf(f, "%.*s: max_rel %s, cos_diff %s", (int)sizeof m->output, m->output, rel, cosd);
+        if (m->finite_pairs == 0 && m->count > 0) /* the finite-pair metrics are 0 unmeasured */
+            fprintf(f, "%.*s: no finite pair", (int)sizeof m->output, m->output);
+        else
+            fprintf(f, "%.*s: max_rel %s, cos_diff %s", (int)sizeof m->output, m->output, rel,
+                    cosd);
         if (m->element_failures)
             fprintf(f, ", %" PRIu64 "/%" PRIu64 " elements off", m->element_failures,
                     m->finite_pairs ? m->finite_pairs : m->count);

@@ -326,6 +326,42 @@ static void test_vacuity(void **state)
     assert_int_equal(m.vacuous, 1);
 }
 
+/* Vacuity asks whether the reference could show a difference, not whether the candidate did:
+ * a candidate that writes NaN where the reference is finite and well above its tolerance has
+ * no finite pair, and the output is still informative (it fails the nonfinite gate, and a
+ * report that called it "could not show a difference" was wrong). A reference below its own
+ * tolerance stays vacuous whatever the candidate writes. */
+static void test_vacuity_ignores_candidate_nonfinite(void **state)
+{
+    (void)state;
+    attest_tolerance t = loose();
+    t.bound_factor = 1;
+    attest_tensor_metrics m;
+    memset(&m, 0, sizeof m);
+    const double r[3] = {1.0, -2.0, 0.5};
+    const double b[3] = {1e-3, 1e-3, 1e-3};
+    const uint16_t nan_bf16[3] = {0x7FC0, 0x7FC0, 0xFF80}; /* NaN, NaN, -inf */
+    assert_ok(attest_compare_tensor_bounded(r, b, nan_bf16, ATTEST_DTYPE_BF16, 3, NULL, 0, NULL,
+                                            0, &t, &m));
+    assert_int_equal(m.finite_pairs, 0);
+    assert_int_equal(m.nonfinite_mismatches, 3);
+    assert_int_equal(m.vacuous, 0);
+    assert_true(m.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE));
+    const double tiny[3] = {1e-9, -1e-9, 0.0}; /* every |r| below its tolerance */
+    assert_ok(attest_compare_tensor_bounded(tiny, b, nan_bf16, ATTEST_DTYPE_BF16, 3, NULL, 0,
+                                            NULL, 0, &t, &m));
+    assert_int_equal(m.vacuous, 1);
+    /* A masked-out element cannot make the output informative. */
+    const uint8_t only_tiny[3] = {0, 0, 1};
+    assert_ok(attest_compare_tensor_bounded(r, b, nan_bf16, ATTEST_DTYPE_BF16, 3, NULL, 0,
+                                            only_tiny, 0, &t, &m));
+    assert_int_equal(m.vacuous, 0); /* r[2] = 0.5 > its tolerance */
+    const double r2[3] = {1.0, -2.0, 1e-9};
+    assert_ok(attest_compare_tensor_bounded(r2, b, nan_bf16, ATTEST_DTYPE_BF16, 3, NULL, 0,
+                                            only_tiny, 0, &t, &m));
+    assert_int_equal(m.vacuous, 1);
+}
+
 /* Bad arguments are errors (not verdicts). */
 static void test_invalid_arguments(void **state)
 {
@@ -624,6 +660,7 @@ int main(void)
         cmocka_unit_test(test_code_distance_f32),
         cmocka_unit_test(test_unwritten),
         cmocka_unit_test(test_vacuity),
+        cmocka_unit_test(test_vacuity_ignores_candidate_nonfinite),
         cmocka_unit_test(test_invalid_arguments),
         cmocka_unit_test(test_gate_names),
         cmocka_unit_test(test_topk_ties),

@@ -96,13 +96,15 @@ static plain oracle(const double *ref, const double *bound, const void *cand, at
         p.ref_pinf += rc == 1, p.ref_ninf += rc == 2, p.ref_nan += rc == 3;
         p.cand_pinf += cc == 1, p.cand_ninf += cc == 2, p.cand_nan += cc == 3;
         if (rc != cc && p.nonfinite++ == 0) p.first_nonfinite = i;
+        /* vacuity is the reference's: a finite reference counts whatever the candidate wrote */
+        if (bound != NULL && rc == 0 && fabs(r) > plain_tolerance(tol, dt, r, bound[i]))
+            p.informative = 1;
         if (rc || cc) continue;
         p.finite_pairs++;
         const double diff = c - r, ad = fabs(diff);
         double t;
         if (bound != NULL) {
             t = plain_tolerance(tol, dt, r, bound[i]);
-            if (fabs(r) > t) p.informative = 1;
             if (t > p.atol_eff) p.atol_eff = t;
             p.sum_sq_tol += isfinite(t) ? t * t : INFINITY;
         } else {

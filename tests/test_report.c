@@ -414,19 +414,22 @@ static void failure_line(void **state)
 }
 
 /* An output failing on inf/nan alone has no finite pair to rank: its line names the first
- * inf/nan mismatch instead (it named no element at all). */
+ * inf/nan mismatch instead (it named no element at all), and says there is no finite pair
+ * rather than "max_rel 0, cos_diff 0", which read as a measured zero error. */
 static void failure_line_nonfinite_only(void **state)
 {
     (void)state;
     attest_case_record r = make_rec(7, ATTEST_VERDICT_MISMATCH, ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE), 0);
     attest_tensor_metrics *m = &r.outputs[0];
     m->worst.rank = 0;
+    m->finite_pairs = 0; /* the metrics of finite pairs are 0 by default, not by measurement */
+    m->max_rel = m->cos_diff = 0;
     m->nonfinite_mismatches = 1024;
     m->first_nonfinite_mismatch = (attest_coord){4, {0, 0, 1, 5}};
     capture c;
     attest_report_failure_line(cap_open(&c), &r, NULL);
-    assert_contains(cap_text(&c), "1024 inf/nan mismatches, first at "
-                                  "out_bf16[request 0, query 0, head 1, dim 5]\n");
+    assert_contains(cap_text(&c), "cpu-mla  out_bf16: no finite pair, 1024 inf/nan mismatches, "
+                                  "first at out_bf16[request 0, query 0, head 1, dim 5]\n");
     cap_close(&c);
 }
 

@@ -283,6 +283,10 @@ compare_one(const compare_in *in, compare_acc *a, attest_dtype dtype, int use_bo
         if (rc != cc) {
             if (a->nonfinite++ == 0) a->first_nonfinite = i;
         }
+        /* Vacuity is the reference's: a finite reference above its tolerance could show a
+         * difference whatever the candidate wrote there (a NaN output is not vacuous). */
+        if (use_bounds && rc == CLASS_FINITE)
+            a->informative |= fabs(r) > element_tolerance_at(in, dtype, use_bounds, r, i);
         return; /* one side is not finite */
     }
 
