@@ -126,6 +126,14 @@ int attest_rep_main_output(const attest_case_record *rec)
     return 0;
 }
 
+int attest_rep_nonfinite_first(const attest_tensor_metrics *m)
+{
+    const uint32_t nonfinite = ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE);
+    const uint32_t not_of_pairs = nonfinite | ATTEST_GATE_BIT(ATTEST_GATE_UNWRITTEN);
+    return (m->failed_gates & nonfinite) && !(m->failed_gates & ~not_of_pairs) &&
+           m->nonfinite_mismatches > 0 && m->first_nonfinite_mismatch.rank > 0;
+}
+
 void attest_rep_headline(FILE *f, const attest_case_record *rec)
 {
     char gates[96];
@@ -156,11 +164,12 @@ void attest_rep_brief(FILE *f, const attest_case_record *rec)
         if (m->unwritten) fprintf(f, ", %" PRIu64 " unwritten", m->unwritten);
         if (m->topk_checked && (m->failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_TOPK)))
             fprintf(f, ", top-k recall %.4f (row %d)", m->topk_recall, (int)m->topk_worst_row);
-        if (m->worst.rank > 0) {
+        if (m->worst.rank > 0 && !attest_rep_nonfinite_first(m)) {
             attest_report_coord_string(kernel_of(rec), m->output, &m->worst, coord, sizeof coord);
             fprintf(f, ", worst at %s", coord);
         } else if (m->nonfinite_mismatches && m->first_nonfinite_mismatch.rank > 0) {
-            /* No finite pair to rank: the first inf/nan mismatch is where to look. */
+            /* No finite pair to rank, or none that fails: the first inf/nan mismatch is where
+             * to look. */
             attest_report_coord_string(kernel_of(rec), m->output, &m->first_nonfinite_mismatch,
                                        coord, sizeof coord);
             fprintf(f, ", first at %s", coord);

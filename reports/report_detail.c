@@ -224,6 +224,23 @@ static const void *kept_out(const attest_case_record *rec, const attest_case_out
     return NULL;
 }
 
+/* The first inf/nan mismatch: where, the row's memory, and (locate) the localization. */
+static void nonfinite_detail(FILE *f, const attest_case_record *rec, attest_kernel kernel,
+                             const attest_tensor_metrics *m, const attest_case *c,
+                             const attest_case_outputs *kept, int locate)
+{
+    char coord[200];
+    attest_report_coord_string(kernel, m->output, &m->first_nonfinite_mismatch, coord,
+                               sizeof coord);
+    fprintf(f, "    first inf/nan mismatch at %s\n", coord);
+    element(f, kernel, m, &m->first_nonfinite_mismatch, c);
+    if (locate && c && kernel == ATTEST_KERNEL_MLA_DECODE) {
+        size_t bytes;
+        const void *out = kept_out(rec, kept, &bytes);
+        attest_report_mla_locate(f, c, &m->first_nonfinite_mismatch, out, bytes);
+    }
+}
+
 static void output_detail(FILE *f, const attest_case_record *rec, int k, const attest_case *c,
                           const attest_tolerance *tol, const attest_case_outputs *kept)
 {
@@ -241,8 +258,12 @@ static void output_detail(FILE *f, const attest_case_record *rec, int k, const a
     gate_table(f, m, tol);
     if (tol && tol->source[0]) fprintf(f, "    bounds from: %.*s\n", (int)sizeof tol->source,
                                        tol->source);
-    char coord[200], d[32], rel[32];
+    /* The element the failure is at comes first, with the localization: the worst element,
+     * or the first inf/nan mismatch when only that gate fails. */
+    const int nonfinite_first = attest_rep_nonfinite_first(m);
+    if (nonfinite_first) nonfinite_detail(f, rec, kernel, m, c, kept, 1);
     if (m->worst.rank > 0) {
+        char coord[200], d[32], rel[32];
         attest_report_coord_string(kernel, m->output, &m->worst, coord, sizeof coord);
         double diff = fabs(m->worst_cand - m->worst_ref);
         attest_rep_num(diff, d, sizeof d);
@@ -250,27 +271,20 @@ static void output_detail(FILE *f, const attest_case_record *rec, int k, const a
         char tol_s[32], ratio_s[32];
         attest_rep_num(m->worst_tol, tol_s, sizeof tol_s);
         attest_rep_num(m->worst_ratio, ratio_s, sizeof ratio_s);
-        fprintf(f, "    worst element %s (largest error / tolerance): reference %.9g, candidate "
+        fprintf(f, "    worst %s %s (largest error / tolerance%s): reference %.9g, candidate "
                    "%.9g (|diff| %s, rel %s; tolerance %s, ratio %s)\n",
-                coord, m->worst_ref, m->worst_cand, d, rel, tol_s, ratio_s);
+                nonfinite_first ? "finite element" : "element", coord,
+                nonfinite_first ? "; the gates of finite pairs pass" : "", m->worst_ref,
+                m->worst_cand, d, rel, tol_s, ratio_s);
         element(f, kernel, m, &m->worst, c);
-        if (c && kernel == ATTEST_KERNEL_MLA_DECODE && m->failed_gates) {
+        if (c && kernel == ATTEST_KERNEL_MLA_DECODE && m->failed_gates && !nonfinite_first) {
             size_t bytes;
             const void *out = kept_out(rec, kept, &bytes);
             attest_report_mla_locate(f, c, &m->worst, out, bytes);
         }
     }
-    if (m->nonfinite_mismatches && m->first_nonfinite_mismatch.rank > 0) {
-        attest_report_coord_string(kernel, m->output, &m->first_nonfinite_mismatch, coord,
-                                   sizeof coord);
-        fprintf(f, "    first inf/nan mismatch at %s\n", coord);
-        element(f, kernel, m, &m->first_nonfinite_mismatch, c);
-        if (c && kernel == ATTEST_KERNEL_MLA_DECODE && m->worst.rank == 0) {
-            size_t bytes;
-            const void *out = kept_out(rec, kept, &bytes);
-            attest_report_mla_locate(f, c, &m->first_nonfinite_mismatch, out, bytes);
-        }
-    }
+    if (!nonfinite_first && m->nonfinite_mismatches && m->first_nonfinite_mismatch.rank > 0)
+        nonfinite_detail(f, rec, kernel, m, c, kept, m->worst.rank == 0);
 }
 
 void attest_report_case_detail(FILE *f, const attest_case_record *rec, const attest_case *c,

@@ -156,7 +156,7 @@ static void ratio_color(double r, char *buf, size_t cap)
 }
 
 /* Heat map of |c - r| / (atol + rtol |r|) of one output of the worst case: (head x dim) of the
- * worst element's request and query for out_bf16, (row x position) for logits, (request-query x
+ * failing element's request and query for out_bf16 (attest_rep_nonfinite_first), (row x position) for logits, (request-query x
  * head) for lse; columns binned by their maximum. */
 static void heat_map(FILE *f, const attest_stored_tensor *ref, const attest_stored_tensor *cand,
                      const attest_tensor_metrics *m, const attest_tolerance *tol)
@@ -173,14 +173,20 @@ static void heat_map(FILE *f, const attest_stored_tensor *ref, const attest_stor
     /* The 2-D view: rows x cols starting at `base`. */
     size_t rows = 1, cols = n, base = 0;
     const char *row_name = "row", *col_name = "column";
+    char of_row[64] = "";
     if (ref->rank == 4) { /* out_bf16 [b, s_q, h, d_v] */
         rows = (size_t)ref->shape[2];
         cols = (size_t)ref->shape[3];
-        const int64_t b = m->worst.rank == 4 ? m->worst.index[0] : 0;
-        const int64_t q = m->worst.rank == 4 ? m->worst.index[1] : 0;
+        /* the failing element's row: the first inf/nan mismatch when only that gate fails */
+        const attest_coord *at =
+            attest_rep_nonfinite_first(m) ? &m->first_nonfinite_mismatch : &m->worst;
+        const int64_t b = at->rank == 4 ? at->index[0] : 0;
+        const int64_t q = at->rank == 4 ? at->index[1] : 0;
         base = ((size_t)b * (size_t)ref->shape[1] + (size_t)q) * rows * cols;
         row_name = "head";
         col_name = "dim";
+        snprintf(of_row, sizeof of_row, " of request %lld, query %lld", (long long)b,
+                 (long long)q);
     } else if (ref->rank == 3) { /* lse [b, s_q, h] */
         rows = (size_t)(ref->shape[0] * ref->shape[1]);
         cols = (size_t)ref->shape[2];
@@ -205,10 +211,10 @@ static void heat_map(FILE *f, const attest_stored_tensor *ref, const attest_stor
     }
     const int cw = bins > 64 ? 5 : 9, ch = rows > 32 ? 6 : 12;
     fprintf(f,
-            "<p>%s: error / tolerance, |c - r| / (%s), rows = %s, columns = %s "
+            "<p>%s%s: error / tolerance, |c - r| / (%s), rows = %s, columns = %s "
             "(%zu per cell, maximum shown); white below 1e-3, yellow to 1, red above 1; black: "
             "non-finite mismatch.</p>\n",
-            m->output, denominator, row_name, col_name, per);
+            m->output, of_row, denominator, row_name, col_name, per);
     fprintf(f, "<svg width=\"%zu\" height=\"%zu\" role=\"img\">\n", bins * cw + 60,
             rows * ch + 30);
     for (size_t i = 0; i < rows; i++) {

@@ -363,8 +363,12 @@ static void detail_mla(void **state)
                        "tolerance): reference 0.5, candidate 0.625");
     assert_contains(t, "indices[1, 0]: 4 of 8 slots valid (topk_length = 6)");
     assert_contains(t, "attn_sink[3] = -0.5 (lse excludes the sink)");
-    assert_contains(t, "worst element lse[request 1, query 0, head 2]");
+    /* lse fails on inf/nan alone: the mismatch is what the reader needs first; the worst finite
+     * element, within every gate of finite pairs, comes after it and says so. */
     assert_contains(t, "first inf/nan mismatch at lse[request 1, query 0, head 3]");
+    assert_contains(t, "worst finite element lse[request 1, query 0, head 2] (largest error / "
+                       "tolerance; the gates of finite pairs pass)");
+    assert_true(strstr(t, "first inf/nan mismatch at lse") < strstr(t, "worst finite element lse"));
     assert_contains(t, "output lse: 0 elements compared, 0 finite pairs: FAIL (nonfinite)");
     assert_contains(t, "bound"); /* the table header prints with no tolerance given */
     cap_close(&c);
@@ -430,6 +434,32 @@ static void failure_line_nonfinite_only(void **state)
     attest_report_failure_line(cap_open(&c), &r, NULL);
     assert_contains(cap_text(&c), "cpu-mla  out_bf16: no finite pair, 1024 inf/nan mismatches, "
                                   "first at out_bf16[request 0, query 0, head 1, dim 5]\n");
+    cap_close(&c);
+}
+
+/* An output failing on inf/nan while its finite pairs pass: the line names the first inf/nan
+ * mismatch, not the worst finite element (which is within its tolerance: a reader sent there
+ * finds nothing wrong). With the element gate failing too, the worst element is named. */
+static void failure_line_nonfinite_with_finite_pairs(void **state)
+{
+    (void)state;
+    attest_case_record r = make_rec(9, ATTEST_VERDICT_MISMATCH, ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE), 0.004);
+    attest_tensor_metrics *m = &r.outputs[0];
+    m->finite_pairs = 600;
+    m->nonfinite_mismatches = 400;
+    m->first_nonfinite_mismatch = (attest_coord){4, {1, 0, 0, 0}};
+    capture c;
+    attest_report_failure_line(cap_open(&c), &r, NULL);
+    const char *t = cap_text(&c);
+    assert_contains(t, "out_bf16: max_rel 4.000e-03, cos_diff 0, 400 inf/nan mismatches, "
+                       "first at out_bf16[request 1, query 0, head 0, dim 0]\n");
+    assert_null(strstr(t, "worst at"));
+    cap_close(&c);
+    m->failed_gates |= ELEM;
+    r.failed_gates |= ELEM;
+    m->element_failures = 2;
+    attest_report_failure_line(cap_open(&c), &r, NULL);
+    assert_contains(cap_text(&c), "worst at out_bf16[request 1, query 0, head 3, dim 77]");
     cap_close(&c);
 }
 
@@ -521,6 +551,7 @@ int main(void)
         cmocka_unit_test(coord_strings),
         cmocka_unit_test(failure_line),
         cmocka_unit_test(failure_line_nonfinite_only),
+        cmocka_unit_test(failure_line_nonfinite_with_finite_pairs),
         cmocka_unit_test(progress_line),
         cmocka_unit_test(show_results_file),
     };

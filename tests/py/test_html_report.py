@@ -111,6 +111,29 @@ def main():
     else:
         print("chromium not installed (ci/setup.sh --with-python installs it): render checks skipped")
 
+    # An output failing on inf/nan alone (an all-invalid tile merged as 0/0): the heat map shows
+    # the row of the first inf/nan mismatch, named in its caption, not the worst finite
+    # element's row (within tolerance). The case (seed 11's case 4) has them in two requests.
+    one, one_html = os.path.join(tmp, "one.h5"), os.path.join(tmp, "one.html")
+    rc, out, err = run("run", "--kernel", "mla-decode", "--candidate", "mutant-mla-no-merge-guard",
+                       "--case-seed", "0x2a4a0f1a750459c4", "--out", one)
+    check(rc == 1, f"no-merge-guard run: exit {rc}\n{err}")
+    rc, out, err = run("report", one, "--html", one_html)
+    check(rc == 0, f"report: exit {rc}\n{err}")
+    if h5py is not None and rc == 0:
+        with h5py.File(one, "r") as f:
+            row = f["cases"][0]
+        first = (int(row["out0_first_nonfinite_index_0"]), int(row["out0_first_nonfinite_index_1"]))
+        worst = (int(row["out0_worst_index_0"]), int(row["out0_worst_index_1"]))
+        check(row["out0_failed_gates"] == 1 and worst != first,
+              f"the case no longer fails on inf/nan alone in another row than its worst element: "
+              f"gates {row['out0_failed_gates']}, first {first}, worst {worst}")
+        caption = re.search(r"out_bf16 of request (\d+), query (\d+)",
+                            open(one_html, encoding="utf-8").read())
+        check(caption is not None and (int(caption[1]), int(caption[2])) == first,
+              f"the heat map shows {caption and caption.group(0)}; the first inf/nan mismatch "
+              f"is at request {first[0]}, query {first[1]}")
+
     # Bad input: one line, exit 2, nothing written.
     rc, out, err = run("report", os.path.join(tmp, "missing.h5"), "--html", html + "2")
     one_line_error(rc, out, err, "report of a missing file")
