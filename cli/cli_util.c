@@ -12,6 +12,7 @@
 
 #include "attest/casefile.h"
 #include "attest/files.h"
+#include "attest/results.h"
 #include "commands.h"
 
 int attest_cli_interactive(void)
@@ -142,6 +143,17 @@ int attest_cli_free_path(char *path, size_t cap, const char *const *siblings)
     free(numbered);
     attest_fail(ATTEST_ERR_IO, "%s: no free name beside it (up to -1000)", path);
     return -1;
+}
+
+const char *attest_cli_default_results(const char *name, char *buf, size_t cap)
+{
+    static const char *const siblings[] = {".rows", ATTEST_RESULTS_REPRO_DIR_SUFFIX, NULL};
+    snprintf(buf, cap, "%s", name);
+    if (attest_cli_free_path(buf, cap, siblings) != 0) {
+        attest_clear_error();
+        snprintf(buf, cap, "%s", name); /* all taken: the output check says what is there */
+    }
+    return buf;
 }
 
 int attest_cli_max_case_mb(const char *verb, const char *value)

@@ -64,21 +64,6 @@ static void usage(FILE *f)
             DEFAULT_CASES_PER_KERNEL, DEFAULT_OUT, MAX_JOBS, MAX_DEFAULT_WORKERS);
 }
 
-/* The results file when --out is left out: attest-campaign.h5, or the first of
- * attest-campaign-2.h5, -3, ... that no campaign has used (the file, its .rows and its .repro/
- * all absent). A second `bash ci/main.sh` stopped with "exists; use --force"; taking the next
- * name runs it and keeps the first campaign's results. */
-static const char *default_out(char *buf, size_t cap)
-{
-    static const char *const siblings[] = {".rows", ATTEST_RESULTS_REPRO_DIR_SUFFIX, NULL};
-    snprintf(buf, cap, "%s", DEFAULT_OUT);
-    if (attest_cli_free_path(buf, cap, siblings) != 0) {
-        attest_clear_error();
-        snprintf(buf, cap, "%s", DEFAULT_OUT); /* all taken: the output check says what is there */
-    }
-    return buf;
-}
-
 /* campaign --baseline: the pair job of attest run --baseline, under the campaign's defaults
  * (cases and results file) where the command line leaves them out. */
 static int campaign_baseline(int argc, char **argv)
@@ -104,7 +89,7 @@ static int campaign_baseline(int argc, char **argv)
     char out[256];
     if (!has_out) {
         args[n++] = "--out";
-        args[n++] = (char *)default_out(out, sizeof out);
+        args[n++] = (char *)attest_cli_default_results(DEFAULT_OUT, out, sizeof out);
     }
     args[n++] = "--as-verb";
     args[n++] = "campaign";
@@ -188,7 +173,8 @@ int attest_cmd_campaign(int argc, char **argv)
         return attest_cli_usage_error("campaign", "%s", attest_last_error());
 
     char default_path[256];
-    if (out == NULL) out = default_out(default_path, sizeof default_path);
+    if (out == NULL)
+        out = attest_cli_default_results(DEFAULT_OUT, default_path, sizeof default_path);
     int rc = attest_cli_check_output("campaign", out, ATTEST_OUTPUT_RESULTS, force, specs,
                                      num_specs);
     if (rc >= 0) return rc;

@@ -88,7 +88,8 @@ static void usage(FILE *f)
           "                     a candidate that runs on a GPU)\n"
           "  --seed S           campaign seed (default: from the clock, printed)\n"
           "  --out FILE         every judged case in an HDF5 results file, all jobs merged\n"
-          "                     (default " DEFAULT_OUT ")\n"
+          "                     (default " DEFAULT_OUT ", or attest-fuzz-2.h5, -3, ... when an\n"
+          "                     earlier search has it)\n"
           "  --force            replace an earlier results file at --out (nothing else)\n"
           "  --findings DIR     where minimized findings go (default: .)\n"
           "  --reruns N         runs per case, compared bitwise (default 1; 2 catches\n"
@@ -153,7 +154,7 @@ static int parse(int argc, char **argv, fuzz_args *a)
 {
     memset(a, 0, sizeof *a);
     attest_cli_run_defaults(&a->r);
-    a->r.out = DEFAULT_OUT;
+    a->r.out = NULL; /* --out left out: attest_cmd_fuzz picks the default's first free name */
     a->r.seed = 0; /* from the clock unless --seed (check_findings_and_seed) */
     a->r.reruns = 1;
     a->r.jobs = 0; /* not given: default_jobs once the candidate is known */
@@ -484,6 +485,9 @@ int attest_cmd_fuzz(int argc, char **argv)
     fuzz_args a;
     int rc = parse(argc, argv, &a);
     if (rc >= 0) return rc;
+    char default_path[256];
+    if (a.r.out == NULL) /* a second search keeps the first's results */
+        a.r.out = attest_cli_default_results(DEFAULT_OUT, default_path, sizeof default_path);
     const char *inputs[] = {a.r.policy, a.r.candidate, a.r.baseline};
     if ((rc = attest_cli_check_output(VERB, a.r.out, ATTEST_OUTPUT_RESULTS, a.r.force, inputs,
                                       a.r.baseline ? 3 : 2)) >= 0)

@@ -58,6 +58,12 @@ int attest_cli_check_output(const char *verb, const char *path, int kind, int fo
  * error) when none of 1000 is. */
 int attest_cli_free_path(char *path, size_t cap, const char *const *siblings);
 
+/* The results file of a verb whose --out is left out: `name` (attest-campaign.h5,
+ * attest-fuzz.h5), or the first of NAME-2.h5, -3, ... with no file, .rows or .repro/ of that
+ * name, written to buf. Running the verb twice runs it twice and keeps the first results; an
+ * explicit --out keeps the output policy ("exists; use --force"). Returns buf. */
+const char *attest_cli_default_results(const char *name, char *buf, size_t cap);
+
 /* The output policy for a verb's --junit and --json (either may be NULL): neither may be an
  * input, the --out path (may be NULL) or the other, and neither replaces a file that is not an
  * earlier report of its kind (files.h). -1 when both may be written, else ATTEST_EXIT_USAGE. */

@@ -99,6 +99,26 @@ static int32_t i32_at(const attest_case *c, const char *name, size_t index, int 
 
 /* Where an indexer logit's inputs live: the row's request and MTP slot, its valid length, and
  * the position's block and bytes in the cache (docs/kernels.md sections 4 and 5). */
+#define BLOCK_ROW_LISTED 16 /* block-table rows up to this many entries are printed whole */
+
+/* A short block-table row whole, '|' after the blocks the request's length L needs: the -1 or
+ * stale entries past them (what serving engines leave there) are on the page. */
+static void block_table_row(FILE *f, const attest_case *c, int64_t request, int32_t len)
+{
+    const attest_indexer_params *p = &c->params.indexer;
+    if (p->blocks_per_req <= 0 || p->blocks_per_req > BLOCK_ROW_LISTED || len < 0) return;
+    const int64_t need = ((int64_t)len + ATTEST_INDEXER_BLOCK - 1) / ATTEST_INDEXER_BLOCK;
+    fprintf(f, "      block_table[%" PRId64 "] = [", request);
+    for (int32_t k = 0; k < p->blocks_per_req; k++) {
+        int ok = 0;
+        const int32_t e = i32_at(c, "block_table", (size_t)(request * p->blocks_per_req + k), &ok);
+        if (!ok) break;
+        fprintf(f, "%s%d", k == need ? (k ? " | " : "| ") : (k ? ", " : ""), (int)e);
+    }
+    fprintf(f, "] (%" PRId64 " block%s hold%s the request's %d positions)\n", need,
+            need == 1 ? "" : "s", need == 1 ? "s" : "", (int)len);
+}
+
 static void indexer_element(FILE *f, const attest_case *c, const attest_coord *co)
 {
     const attest_indexer_params *p = &c->params.indexer;
@@ -131,6 +151,7 @@ static void indexer_element(FILE *f, const attest_case *c, const attest_coord *c
                "]\n",
             j, j * ATTEST_INDEXER_BLOCK, j * ATTEST_INDEXER_BLOCK + ATTEST_INDEXER_BLOCK - 1,
             in_block, (int)phys, request, j);
+    block_table_row(f, c, request, ok ? len : -1);
     attest_layout L;
     attest_token_offsets off;
     if (phys < 0 || phys >= p->num_blocks ||
@@ -153,6 +174,8 @@ static void indexer_element(FILE *f, const attest_case *c, const attest_coord *c
     fputc('\n', f);
 }
 
+#define MLA_ROW_LISTED 16 /* index rows up to this many slots are printed whole */
+
 /* Counts the valid (not -1) entries of one query's index list, honoring a length tensor. */
 static void mla_indices(FILE *f, const attest_case *c, const char *indices, const char *lengths,
                         int has_lengths, int32_t topk, int64_t request, int64_t query, int32_t s_q)
@@ -173,6 +196,14 @@ static void mla_indices(FILE *f, const attest_case *c, const char *indices, cons
     fprintf(f, "      %s[%" PRId64 ", %" PRId64 "]: %d of %d slots valid", indices, request, query,
             (int)valid, (int)topk);
     if (has_lengths && ok) fprintf(f, " (%s = %d)", lengths, (int)limit);
+    /* A short row (a minimized finding's) is listed whole, '|' where topk_length ends it: the
+     * -1 holes and duplicates a kernel mishandles are then on the page. */
+    if (topk <= MLA_ROW_LISTED) {
+        fputs(": [", f);
+        for (int32_t k = 0; k < topk; k++)
+            fprintf(f, "%s%d", k == limit ? (k ? " | " : "| ") : (k ? ", " : ""), (int)idx[k]);
+        fputc(']', f);
+    }
     fputc('\n', f);
 }
 

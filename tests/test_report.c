@@ -289,6 +289,7 @@ static void detail_indexer(void **state)
     assert_contains(t, "position inside the row");
     assert_contains(t, "logical block 1 (positions 64..127), slot 13 in it; physical block 9 = "
                        "block_table[2][1]");
+    assert_contains(t, "block_table[2] = [0, 9, 0] (3 blocks hold the request's 150 positions)\n");
     assert_contains(t, "fp8 row at byte 77696 (9 * 8448 + 1664, 128 bytes)");
     assert_contains(t, "scale at byte 84276 (9 * 8448 + 8244, float32) = 0.0078125");
     assert_contains(t, "12 of 900 off (1.333%)");
@@ -312,6 +313,9 @@ static void detail_indexer(void **state)
     attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
     assert_contains(cap_text(&c), "this row sees t < 60"); /* t <= 60 - 2 + 1 */
     assert_contains(cap_text(&c), "masked (past the row's length)");
+    /* '|' where the request's blocks end: the entries past it are not the request's */
+    assert_contains(cap_text(&c), "block_table[2] = [0 | 9, 0] (1 block holds the request's 60 "
+                                  "positions)\n");
     cap_close(&c);
     attest_case_free(&cs);
 }
@@ -361,7 +365,9 @@ static void detail_mla(void **state)
     const char *t = cap_text(&c);
     assert_contains(t, "worst element out_bf16[request 1, query 0, head 3, dim 77] (largest error / "
                        "tolerance): reference 0.5, candidate 0.625");
-    assert_contains(t, "indices[1, 0]: 4 of 8 slots valid (topk_length = 6)");
+    /* A short row is listed whole, '|' at topk_length: the -1 holes a kernel mishandles. */
+    assert_contains(t, "indices[1, 0]: 4 of 8 slots valid (topk_length = 6): "
+                       "[0, 5, -1, 7, 9, -1 | 11, 3]\n");
     assert_contains(t, "attn_sink[3] = -0.5 (lse excludes the sink)");
     /* lse fails on inf/nan alone: the mismatch is what the reader needs first; the worst finite
      * element, within every gate of finite pairs, comes after it and says so. */

@@ -170,6 +170,24 @@ def main():
           f"campaign twice without --out: {[(o[0], o[1][:120], o[2]) for o in outs]}")
     check(sorted(os.listdir(workdir)) == ["attest-campaign-2.h5", "attest-campaign.h5"],
           f"campaign twice left {sorted(os.listdir(workdir))}")
+    # attest fuzz likewise: a second search without --out stopped on attest-fuzz.h5.
+    fuzzdir = os.path.join(tmp, "fuzztwice")
+    os.mkdir(fuzzdir)
+    os.chdir(fuzzdir)
+    try:
+        outs = [run("fuzz", "--candidate", "cpu-indexer", "--time", "1", "--jobs", "1",
+                    "--seed", "3") for _ in range(2)]
+    finally:
+        os.chdir(here)
+    check(all(o[0] == 0 for o in outs) and "results in attest-fuzz.h5" in outs[0][1] and
+          "results in attest-fuzz-2.h5" in outs[1][1],
+          f"fuzz twice without --out: {[(o[0], o[1][:160], o[2][-200:]) for o in outs]}")
+    check(sorted(os.listdir(fuzzdir)) == ["attest-fuzz-2.h5", "attest-fuzz.h5"],
+          f"fuzz twice left {sorted(os.listdir(fuzzdir))}")
+    rc, out, err = run("fuzz", "--candidate", "cpu-indexer", "--time", "1", "--jobs", "1",
+                       "--out", os.path.join(fuzzdir, "attest-fuzz.h5"))
+    one_line_error(rc, out, err, "fuzz --out onto an existing results file")
+    check(rc == 2 and "exists" in err, f"an explicit --out kept its policy: exit {rc} {err!r}")
 
     # The commit a build records is the tree's commit when it was built: it was read at
     # configure time only, so every results file after a later commit named the one before.
