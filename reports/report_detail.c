@@ -283,9 +283,16 @@ static void output_detail(FILE *f, const attest_case_record *rec, int k, const a
             (int)sizeof m->output, m->output, m->count, m->finite_pairs,
             m->failed_gates ? "FAIL (" : "pass", gates, m->failed_gates ? ")" : "",
             m->vacuous ? ", VACUOUS" : "");
-    if (m->vacuous)
-        fprintf(f, "    vacuous: the reference is all masked or non-finite, or no element exceeds "
-                   "its own tolerance: this output could not show a difference\n");
+    const uint64_t ref_nonfinite = m->ref_posinf + m->ref_neginf + m->ref_nan;
+    if (m->vacuous && ref_nonfinite)
+        /* the nonfinite gate still checked the reference's inf/nan positions (a masked row) */
+        fprintf(f, "    vacuous: no finite reference value exceeds its own tolerance, so the value "
+                   "gates could not show a difference; only the %" PRIu64 " inf/nan positions "
+                   "were checked\n",
+                ref_nonfinite);
+    else if (m->vacuous)
+        fprintf(f, "    vacuous: no finite reference value exceeds its own tolerance (or nothing "
+                   "was compared): this output could not show a difference\n");
     gate_table(f, m, tol);
     if (tol && tol->source[0]) fprintf(f, "    bounds from: %.*s\n", (int)sizeof tol->source,
                                        tol->source);

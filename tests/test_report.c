@@ -387,6 +387,36 @@ static void detail_mla(void **state)
     cap_close(&c);
 }
 
+/* A vacuous output says what could not show a difference: with inf/nan positions in the
+ * reference (a masked row) the nonfinite gate still checked those, and the line says so; it
+ * said "this output could not show a difference" of an all-masked row whose candidate wrote
+ * finite values there and failed. */
+static void detail_vacuous(void **state)
+{
+    (void)state;
+    attest_case_record r = make_rec(5, ATTEST_VERDICT_MISMATCH, ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE), 0);
+    attest_tensor_metrics *m = &r.outputs[0];
+    m->vacuous = 1;
+    m->finite_pairs = 0;
+    m->ref_neginf = 35;
+    m->nonfinite_mismatches = 35;
+    m->worst.rank = 0;
+    capture c;
+    attest_report_case_detail(cap_open(&c), &r, NULL, NULL);
+    assert_contains(cap_text(&c), "vacuous: no finite reference value exceeds its own tolerance, "
+                                  "so the value gates could not show a difference; only the 35 "
+                                  "inf/nan positions were checked\n");
+    assert_null(strstr(cap_text(&c), "this output could not show a difference"));
+    cap_close(&c);
+    m->ref_neginf = 0;
+    m->nonfinite_mismatches = 0;
+    m->failed_gates = r.failed_gates = 0;
+    r.verdict = ATTEST_VERDICT_OK;
+    attest_report_case_detail(cap_open(&c), &r, NULL, NULL);
+    assert_contains(cap_text(&c), "this output could not show a difference\n");
+    cap_close(&c);
+}
+
 /* Coordinates of unknown outputs are generic; a record without an element says so. */
 static void coord_strings(void **state)
 {
@@ -554,6 +584,7 @@ int main(void)
         cmocka_unit_test(grouped_failures),
         cmocka_unit_test(detail_indexer),
         cmocka_unit_test(detail_mla),
+        cmocka_unit_test(detail_vacuous),
         cmocka_unit_test(coord_strings),
         cmocka_unit_test(failure_line),
         cmocka_unit_test(failure_line_nonfinite_only),
