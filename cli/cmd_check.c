@@ -397,10 +397,23 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
     puts(line);
     char replay[4096] = "";
     if (attest_verdict_is_failure(v)) {
-        for (int i = 0; i < nrows; i++)
-            if (attest_verdict_is_failure(rows[i]->verdict) && rows[i]->message[0] &&
-                (i == 0 || strcmp(rows[i]->message, rows[0]->message)))
-                printf("    %s\n", rows[i]->message);
+        /* each failing row's phrase (named coordinates, as attest run prints them), labelled
+         * when the reference's and the stored outputs' differ */
+        char phrase[2][1024] = {"", ""};
+        int failing[2] = {0, 0};
+        for (int i = 0; i < nrows; i++) {
+            failing[i] = attest_verdict_is_failure(rows[i]->verdict);
+            FILE *m = failing[i] ? fmemopen(phrase[i], sizeof phrase[i], "w") : NULL;
+            if (m == NULL) continue;
+            attest_report_brief(m, rows[i]);
+            fclose(m);
+        }
+        const int both = nrows == 2 && failing[0] && failing[1] && strcmp(phrase[0], phrase[1]);
+        for (int i = 0; i < nrows; i++) {
+            if (!failing[i] || (i == 1 && failing[0] && !both)) continue;
+            printf("    %s%s\n", both ? (rows[i] == &ref ? "reference: " : "stored: ") : "",
+                   phrase[i]);
+        }
         int first_failing = 0;
         while (first_failing < nrows && !attest_verdict_is_failure(rows[first_failing]->verdict))
             first_failing++;

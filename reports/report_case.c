@@ -143,7 +143,7 @@ void attest_rep_headline(FILE *f, const attest_case_record *rec)
     if (rec->candidate[0]) fprintf(f, " %.*s", (int)sizeof rec->candidate, rec->candidate);
 }
 
-void attest_rep_brief(FILE *f, const attest_case_record *rec)
+void attest_report_brief(FILE *f, const attest_case_record *rec)
 {
     const char *sep = "";
     if (rec->num_outputs > 0 && rec->failed_gates) {
@@ -174,6 +174,16 @@ void attest_rep_brief(FILE *f, const attest_case_record *rec)
                                        coord, sizeof coord);
             fprintf(f, ", first at %s", coord);
         }
+        /* the other failing outputs by name and gates (the phrase above describes one) */
+        const int n = rec->num_outputs > ATTEST_RECORD_MAX_OUTPUTS ? ATTEST_RECORD_MAX_OUTPUTS
+                                                                   : rec->num_outputs;
+        for (int k = 0; k < n; k++) {
+            const attest_tensor_metrics *o = &rec->outputs[k];
+            if (o == m || !o->failed_gates) continue;
+            char og[96];
+            attest_gate_mask_string(o->failed_gates, og, sizeof og);
+            fprintf(f, "; %.*s fails too (%s)", (int)sizeof o->output, o->output, og);
+        }
         sep = "; ";
     }
     /* A mismatch's message restates the metrics above; other verdicts' messages are the news. */
@@ -186,7 +196,7 @@ void attest_report_failure_line(FILE *f, const attest_case_record *rec, const ch
 {
     attest_rep_headline(f, rec);
     fputs("  ", f);
-    attest_rep_brief(f, rec);
+    attest_report_brief(f, rec);
     fprintf(f, "\n    seed 0x%016" PRIx64 "  %.*s\n", rec->seed, (int)sizeof rec->params,
             rec->params);
     if (replay && replay[0]) fprintf(f, "    replay: %s\n", replay);

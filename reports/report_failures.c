@@ -123,7 +123,7 @@ void attest_report_failures(FILE *f, const attest_failure_groups *g, const char 
             fputs("    ", f);
             attest_rep_headline(f, rec);
             fputs("  ", f);
-            attest_rep_brief(f, rec);
+            attest_report_brief(f, rec);
             fputc('\n', f);
             fprintf(f, "      %.*s\n", (int)sizeof rec->params, rec->params);
             if (results_path) {

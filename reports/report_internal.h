@@ -21,8 +21,5 @@ int attest_rep_nonfinite_first(const attest_tensor_metrics *m);
 /* Prints "#17 MISMATCH [element+cosine] cand-name" (no newline). */
 void attest_rep_headline(FILE *f, const attest_case_record *rec);
 
-/* Prints the deciding output's metrics and worst element in one phrase (no newline), or the
- * record's message for verdicts without metrics. */
-void attest_rep_brief(FILE *f, const attest_case_record *rec);
 
 #endif /* ATTEST_REPORT_INTERNAL_H */

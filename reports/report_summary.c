@@ -135,7 +135,7 @@ void attest_report_summary(FILE *f, const attest_summary *s, const char *results
             fputs("    ", f);
             attest_rep_headline(f, rec);
             fputs("  ", f);
-            attest_rep_brief(f, rec);
+            attest_report_brief(f, rec);
             fputc('\n', f);
             if (results_path) {
                 char replay[1200];

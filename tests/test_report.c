@@ -471,6 +471,11 @@ static void failure_line_nonfinite_only(void **state)
     assert_contains(cap_text(&c), "cpu-mla  out_bf16: no finite pair, 1024 inf/nan mismatches, "
                                   "first at out_bf16[request 0, query 0, head 1, dim 5]\n");
     cap_close(&c);
+    /* A second failing output is named after the first (the line described one output only). */
+    r.outputs[1].failed_gates = ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE) | ELEM;
+    attest_report_failure_line(cap_open(&c), &r, NULL);
+    assert_contains(cap_text(&c), "dim 5]; lse fails too (nonfinite+element)\n");
+    cap_close(&c);
 }
 
 /* An output failing on inf/nan while its finite pairs pass: the line names the first inf/nan

@@ -77,6 +77,10 @@ def test_mutants_fail():
             check(rc == 1 and "result: FAIL" in out, f"{cand} --against {against}: exit {rc}\n{out}")
             check("MISMATCH" in out and "replay: attest replay" in out,
                   f"{cand}: no MISMATCH line with a replay command\n{out}")
+            # the failing element by name, as attest run prints it (check printed "[0,0,0,0]")
+            named = "out_bf16[request " if kernel == "mla-decode" else "logits[row "
+            check(named in out and not re.search(r"first at \[\d", out),
+                  f"{cand} --against {against}: no named coordinates in the failure lines\n{out}")
     rc, out, err = run("check", GOLDEN, "--candidate", "mutant-mla-crash", "--against", "both")
     check(rc == 1 and "CRASH" in out, f"mutant-mla-crash: exit {rc}\n{out}")
 

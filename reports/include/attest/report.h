@@ -145,6 +145,12 @@ void attest_report_mla_locate(FILE *f, const attest_case *c, const attest_coord 
 void attest_report_coord_string(attest_kernel kernel, const char *output, const attest_coord *co,
                                 char *buf, size_t cap);
 
+/* The deciding output's metrics and where its failing element is, in one phrase (no newline):
+ * "out_bf16: max_rel 1.2e-02, cos_diff 3e-06, 12/4096 elements off, worst at out_bf16[request
+ * 1, query 0, head 3, dim 77]; lse fails too (nonfinite)"; the record's message for verdicts
+ * without metrics. */
+void attest_report_brief(FILE *f, const attest_case_record *rec);
+
 /* One failing case as it happens (a headline with the deciding output's metrics and where its
  * worst element is, the parameter string, then "replay: <replay>" when replay is not NULL). */
 void attest_report_failure_line(FILE *f, const attest_case_record *rec, const char *replay);
