@@ -81,8 +81,10 @@ void attest_bench_print_row(FILE *f, const attest_bench_row *row)
     const attest_bench_result *r = &row->result;
     char spread[48];
     snprintf(spread, sizeof spread, "%.1f..%.1f", r->p10_us, r->p90_us);
-    fprintf(f, "  %-48s %10.1f %21s %9.1f %9.1f %8.1f %7.1f\n", row->shape, r->median_us, spread,
-            r->read_bytes / 1e6, r->write_bytes / 1e6, r->gbps, r->pct_peak);
+    char pct[16] = "-"; /* no peak: a host candidate without --peak-gbps */
+    if (row->peak_gbps > 0) snprintf(pct, sizeof pct, "%.1f", r->pct_peak);
+    fprintf(f, "  %-48s %10.1f %21s %9.1f %9.1f %8.1f %7s\n", row->shape, r->median_us, spread,
+            r->read_bytes / 1e6, r->write_bytes / 1e6, r->gbps, pct);
 }
 
 void attest_bench_print_timing(FILE *f, const attest_bench_row *row)
@@ -122,7 +124,7 @@ int attest_cmd_bench(int argc, char **argv)
     char command_line[2048];
     attest_engine_command_line(argc + 1, argv - 1, command_line, sizeof command_line);
     const char *specs[MAX_CANDIDATES], *shapes_text = NULL, *out = NULL;
-    int num_specs = 0, force = 0;
+    int num_specs = 0, force = 0, peak_given = 0;
     attest_bench_options opt = attest_bench_defaults();
     uint64_t seed = 1;
     optind = 1;
@@ -150,6 +152,7 @@ int attest_cmd_bench(int argc, char **argv)
         case 'p':
             if (attest_cli_parse_double(optarg, 1e-3, 1e9, &opt.peak_gbps))
                 return attest_cli_bad_value("bench", "peak-gbps", optarg);
+            peak_given = 1;
             break;
         case 's':
             if (attest_cli_parse_u64(optarg, &seed)) return attest_cli_bad_value("bench", "seed", optarg);
@@ -191,18 +194,26 @@ int attest_cmd_bench(int argc, char **argv)
     size_t num_rows = 0;
     rc = ATTEST_EXIT_OK;
     for (int i = 0; i < num_specs && rc == ATTEST_EXIT_OK; i++) {
-        printf("attest bench: %s, %d warm-up + %d timed runs per shape, peak %.0f GB/s\n",
-               cands[i]->name, opt.warmup, opt.iters, opt.peak_gbps);
+        /* The default peak is the H200's HBM: a host candidate's % of it means nothing. */
+        attest_bench_options o = opt;
+        if (cands[i]->domain != ATTEST_DOMAIN_DEVICE && !peak_given) o.peak_gbps = 0;
+        if (o.peak_gbps > 0)
+            printf("attest bench: %s, %d warm-up + %d timed runs per shape, peak %.0f GB/s\n",
+                   cands[i]->name, o.warmup, o.iters, o.peak_gbps);
+        else
+            printf("attest bench: %s, %d warm-up + %d timed runs per shape, no peak for a host "
+                   "candidate (--peak-gbps X sets one)\n",
+                   cands[i]->name, o.warmup, o.iters);
         attest_bench_print_header(stdout);
         for (int k = 0; k < num_shapes[i]; k++) {
             attest_bench_row *row = &rows[num_rows];
             attest_bench_shape_string(&shapes[i][k], row->shape, sizeof row->shape);
             snprintf(row->candidate, sizeof row->candidate, "%s", cands[i]->name);
-            row->peak_gbps = opt.peak_gbps;
+            row->peak_gbps = o.peak_gbps;
             attest_case c;
             attest_status st = attest_bench_case(&shapes[i][k], seed, &c);
             if (st == ATTEST_OK) {
-                st = attest_bench_run(cands[i], &c, &opt, &row->result);
+                st = attest_bench_run(cands[i], &c, &o, &row->result);
                 attest_case_free(&c);
             }
             if (st != ATTEST_OK) {

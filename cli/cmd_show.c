@@ -35,8 +35,12 @@ static int show_bench(const char *path)
     if (command[0]) printf("  command: %s\n", command);
     for (size_t i = 0; i < n; i++) {
         if (i == 0 || strcmp(rows[i].candidate, rows[i - 1].candidate) != 0) {
-            printf("%s: %d timed runs per shape, peak %.0f GB/s\n", rows[i].candidate,
-                   rows[i].result.iters, rows[i].peak_gbps);
+            if (rows[i].peak_gbps > 0)
+                printf("%s: %d timed runs per shape, peak %.0f GB/s\n", rows[i].candidate,
+                       rows[i].result.iters, rows[i].peak_gbps);
+            else /* a host candidate benched without --peak-gbps */
+                printf("%s: %d timed runs per shape, no peak\n", rows[i].candidate,
+                       rows[i].result.iters);
             attest_bench_print_header(stdout);
         }
         attest_bench_print_row(stdout, &rows[i]);
