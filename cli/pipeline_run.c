@@ -162,11 +162,16 @@ static int print_summary(const pipe_totals *t, const char *what)
         printf(" (largest output difference they cause %.3g, %s; lse %.3g; reported, not failed)",
                t->tie_out_max, t->tie_label, t->tie_lse_max);
     printf(", %" PRIu64 " rows beyond ties\n", t->beyond_rows);
+    /* the words and counts of attest run's result line (attest_report_result_word) */
     if (t->judged == 0) {
-        printf("result: NOTHING JUDGED\n");
+        printf("result: EMPTY (no %s was judged)\n",
+               strcmp(what, "case files") ? "case" : "case file");
         return ATTEST_EXIT_FAILED;
     }
-    printf("result: %s (%" PRIu64 " %s)\n", t->failed ? "FAIL" : "PASS", t->judged, what);
+    if (t->failed)
+        printf("result: FAIL (%" PRIu64 " of %" PRIu64 " %s failed)\n", t->failed, t->judged, what);
+    else
+        printf("result: PASS (%" PRIu64 " %s)\n", t->judged, what);
     return t->failed ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
 }
 

@@ -26,6 +26,8 @@ expect 1 run --kernel pipeline --candidate indexer=mutant-indexer-scale-off-by-o
 has "^FAIL case [0-9]+ kernel=pipeline.*: broke at indexer$"
 has "^  indexer  mutant-indexer-scale-off-by-one +FAIL  request [0-9]+, row [0-9]+ \(MTP slot [0-9]+\), position [0-9]+: MISMATCH"
 has "^  broke at: indexer [0-9]+$"
+# the result line counts the failures as attest run's does (it said "FAIL (30 cases)")
+has "^result: FAIL \([1-9][0-9]* of 30 cases failed\)$"
 has "replay: attest run --kernel pipeline --candidate indexer=mutant-indexer-scale-off-by-one --candidate topk=cpu-topk --candidate decode=cpu-mla-decode --case-seed 0x"
 
 expect 1 run --kernel pipeline --candidate indexer=cpu-indexer --candidate topk=mutant-topk-page-off-by-one \
