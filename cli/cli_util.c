@@ -2,6 +2,7 @@
  * shared through gen_options.c), its behaviour is what users of other GNU tools expect, and it is
  * in libc, so the executable needs no argument-parsing library. */
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -143,6 +144,23 @@ int attest_cli_free_path(char *path, size_t cap, const char *const *siblings)
     free(numbered);
     attest_fail(ATTEST_ERR_IO, "%s: no free name beside it (up to -1000)", path);
     return -1;
+}
+
+int attest_cli_result_line(uint64_t failed, uint64_t judged, uint64_t unreadable,
+                           const char *unit)
+{
+    if (failed || unreadable) {
+        printf("result: FAIL (%" PRIu64 " of %" PRIu64 " %ss failed", failed, judged, unit);
+        if (unreadable) printf(", %" PRIu64 " unreadable", unreadable);
+        printf(")\n");
+        return ATTEST_EXIT_FAILED;
+    }
+    if (judged == 0) {
+        printf("result: EMPTY (no %s was judged)\n", unit);
+        return ATTEST_EXIT_FAILED;
+    }
+    printf("result: PASS (%" PRIu64 " %ss)\n", judged, unit);
+    return ATTEST_EXIT_OK;
 }
 
 const char *attest_cli_default_results(const char *name, char *buf, size_t cap)

@@ -58,6 +58,14 @@ int attest_cli_check_output(const char *verb, const char *path, int kind, int fo
  * error) when none of 1000 is. */
 int attest_cli_free_path(char *path, size_t cap, const char *const *siblings);
 
+/* The closing line of a run that keeps its own counts (top-k, pipeline), in the words of
+ * attest run's (attest_report_result_word): "result: PASS (N cases)", "result: FAIL (F of N
+ * cases failed)", "result: FAIL (F of N case files failed, U unreadable)", "result: EMPTY (no
+ * case was judged)"; `unit` names what was counted ("case", "case file"). An unreadable input
+ * fails the run. Returns the exit status the line stands for. */
+int attest_cli_result_line(uint64_t failed, uint64_t judged, uint64_t unreadable,
+                           const char *unit);
+
 /* The results file of a verb whose --out is left out: `name` (attest-campaign.h5,
  * attest-fuzz.h5), or the first of NAME-2.h5, -3, ... with no file, .rows or .repro/ of that
  * name, written to buf. Running the verb twice runs it twice and keeps the first results; an

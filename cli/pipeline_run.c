@@ -146,7 +146,8 @@ static void add_totals(pipe_totals *t, const pipe_result *r, const char *label)
     t->beyond_rows += (uint64_t)r->rows_beyond;
 }
 
-static int print_summary(const pipe_totals *t, const char *what)
+static int print_summary(const pipe_totals *t, const char *what, const char *unit,
+                         uint64_t unreadable)
 {
     printf("attest: %" PRIu64 " pipeline %s\n  verdicts: OK %" PRIu64 ", FAIL %" PRIu64 "\n",
            t->judged, what, t->judged - t->failed, t->failed);
@@ -162,17 +163,8 @@ static int print_summary(const pipe_totals *t, const char *what)
         printf(" (largest output difference they cause %.3g, %s; lse %.3g; reported, not failed)",
                t->tie_out_max, t->tie_label, t->tie_lse_max);
     printf(", %" PRIu64 " rows beyond ties\n", t->beyond_rows);
-    /* the words and counts of attest run's result line (attest_report_result_word) */
-    if (t->judged == 0) {
-        printf("result: EMPTY (no %s was judged)\n",
-               strcmp(what, "case files") ? "case" : "case file");
-        return ATTEST_EXIT_FAILED;
-    }
-    if (t->failed)
-        printf("result: FAIL (%" PRIu64 " of %" PRIu64 " %s failed)\n", t->failed, t->judged, what);
-    else
-        printf("result: PASS (%" PRIu64 " %s)\n", t->judged, what);
-    return t->failed ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    if (unreadable) printf("  unreadable: %" PRIu64 " files (see above)\n", unreadable);
+    return attest_cli_result_line(t->failed, t->judged, unreadable, unit);
 }
 
 /* Writes a chain as a pipeline case file: groups "indexer" and "decode" (its indices -1: the
@@ -414,7 +406,7 @@ int attest_cmd_run_pipeline(int argc, char **argv)
     }
     pipe_stages_close(&a.stages);
     attest_policy_free(policy);
-    return rc >= 0 ? rc : print_summary(&t, "cases");
+    return rc >= 0 ? rc : print_summary(&t, "cases", "case", 0);
 }
 
 int attest_cmd_check_pipeline(int argc, char **argv)
@@ -450,10 +442,5 @@ int attest_cmd_check_pipeline(int argc, char **argv)
     pipe_stages_close(&a.stages);
     attest_policy_free(policy);
     if (rc >= 0) return rc;
-    rc = print_summary(&t, "case files");
-    if (unreadable) {
-        printf("  unreadable: %" PRIu64 " files (see above)\nresult: FAIL\n", unreadable);
-        rc = ATTEST_EXIT_FAILED;
-    }
-    return rc;
+    return print_summary(&t, "case files", "case file", unreadable);
 }

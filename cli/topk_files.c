@@ -180,9 +180,7 @@ int attest_cmd_check_topk(int argc, char **argv)
     printf("attest: %" PRIu64 " top-k case files judged against %s\n  verdicts: OK %" PRIu64
            ", failed %" PRIu64 "\n", judged, cand->name, judged - failed, failed);
     if (unreadable) printf("  unreadable: %" PRIu64 " files (see above)\n", unreadable);
-    const int bad = failed || unreadable || judged == 0;
-    printf("result: %s\n", judged == 0 && !unreadable ? "NOTHING JUDGED" : bad ? "FAIL" : "PASS");
-    return bad ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    return attest_cli_result_line(failed, judged, unreadable, "case file");
 }
 
 /* --- attest replay ----------------------------------------------------------------------------- */

@@ -334,10 +334,5 @@ int attest_cmd_run_topk(int argc, char **argv)
             return attest_cli_usage_error("run", "%s", attest_last_error());
         printf("  results: %s (attest show %s)\n", out, out);
     }
-    if (judged == 0) {
-        printf("result: NOTHING JUDGED\n");
-        return ATTEST_EXIT_FAILED;
-    }
-    printf("result: %s (%" PRIu64 " cases)\n", failed ? "FAIL" : "PASS", judged);
-    return failed ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
+    return attest_cli_result_line(failed, judged, 0, "case");
 }

@@ -85,6 +85,12 @@ expect 0 check $saved $cpu
 has "^result: PASS"
 expect 1 check "$work/out" $cpu
 has "^UNREADABLE"
+# one result line, FAIL with the unreadable count (it printed a PASS line and then "result: FAIL")
+cp "$work/out" "$work/junk.h5"
+# shellcheck disable=SC2086
+expect 1 check $saved "$work/junk.h5" $cpu
+has "^result: FAIL \(0 of [0-9]+ case files failed, 1 unreadable\)$"
+[ "$(grep -c '^result:' out)" -eq 1 ] || fail "more than one result line"
 
 for bad in "--candidate frob=cpu-indexer" "--candidate topk=no-such-topk" \
            "--candidate indexer=cpu-mla-decode" "--candidate topk=cpu-topk --candidate topk=cpu-topk" \

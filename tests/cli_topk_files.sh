@@ -33,7 +33,7 @@ has "^MISMATCH saved/topk-[0-9a-f]{16}\.h5 kernel=topk,.* \[translation\]"
 has "^  verdicts: OK 0, failed $fails$"
 expect 0 check saved/*.h5 --candidate cpu-topk
 has "^  verdicts: OK $fails, failed 0$"
-has "^result: PASS$"
+has "^result: PASS \($fails case files\)$"
 # A candidate that is no built-in top-k kernel: the files say what they are.
 expect 0 check --kernel topk saved/*.h5 --candidate cpu-topk-unsorted
 one=$(ls saved/*.h5 | head -1)
@@ -41,6 +41,7 @@ head -c 2000 "$one" > saved/cut.h5
 expect 1 check saved/cut.h5 "$one" --candidate cpu-topk
 has "^UNREADABLE saved/cut.h5$"
 has "^  unreadable: 1 files"
+has "^result: FAIL \(0 of 1 case files failed, 1 unreadable\)$"
 expect 1 replay "$one" --candidate mutant-topk-page-off-by-one
 has "\[translation\]"
 
