@@ -397,8 +397,8 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
     puts(line);
     char replay[4096] = "";
     if (attest_verdict_is_failure(v)) {
-        /* each failing row's phrase (named coordinates, as attest run prints them), labelled
-         * when the reference's and the stored outputs' differ */
+        /* each failing row's phrase (named coordinates, as attest run prints them); the stored
+         * outputs' says so, and is left out when it is the reference's phrase again */
         char phrase[2][1024] = {"", ""};
         int failing[2] = {0, 0};
         for (int i = 0; i < nrows; i++) {
@@ -411,8 +411,10 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
         const int both = nrows == 2 && failing[0] && failing[1] && strcmp(phrase[0], phrase[1]);
         for (int i = 0; i < nrows; i++) {
             if (!failing[i] || (i == 1 && failing[0] && !both)) continue;
-            printf("    %s%s\n", both ? (rows[i] == &ref ? "reference: " : "stored: ") : "",
-                   phrase[i]);
+            const char *against = rows[i] == &stored ? "vs stored expected outputs: "
+                                  : both                ? "vs reference: "
+                                                        : "";
+            printf("    %s%s\n", against, phrase[i]);
         }
         int first_failing = 0;
         while (first_failing < nrows && !attest_verdict_is_failure(rows[first_failing]->verdict))

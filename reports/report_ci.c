@@ -281,6 +281,15 @@ attest_status attest_report_json(const char *path, const attest_summary *s,
             json_number(f, r->num_outputs > 0 ? m->cos_diff : NAN);
             fputs(", \"message\": ", f);
             json_string(f, r->message);
+            /* the failure line's phrase, with the element named (the message has raw indices) */
+            char phrase[1024] = "";
+            FILE *m_f = fmemopen(phrase, sizeof phrase, "w");
+            if (m_f) {
+                attest_report_brief(m_f, r);
+                fclose(m_f);
+            }
+            fputs(", \"summary\": ", f);
+            json_string(f, phrase);
             fputs(", \"replay\": ", f);
             if (run->results_path) {
                 attest_results_replay_command(run->results_path, r->case_id, r->candidate, replay,

@@ -116,6 +116,11 @@ def main():
           f"run json header {d}")
     check(d["worst"] and d["worst"][0]["replay"].startswith("attest replay "),
           f"run json worst cases: {d['worst'][:1]}")
+    # each worst case's phrase as the failure line prints it, the element named by coordinates
+    for w in d["worst"]:
+        want = f"#{w['case_id']} {w['verdict']} [{w['gates']}] {w['candidate']}  {w.get('summary')}"
+        check(re.search(r"(worst|first) at logits\[row \d+, t \d+\]", w.get("summary") or "")
+              and want in out, f"run json summary {w.get('summary')!r} is not the line's phrase")
     check(not os.path.exists(j + ".tmp") and not os.path.exists(s + ".tmp"), "tmp files left")
 
     # A stop at --max-failures is the run ending as asked: FAIL in the summary and in the JSON
