@@ -15,6 +15,25 @@ GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "f
                       "golden", "indexer-edges.h5")
 
 
+def twice_without_out(tmp, verb, args, stem):
+    """Runs `attest VERB ARGS` twice in a fresh folder without --out: the first writes STEM.h5,
+    the second STEM-2.h5, and the first results stay. Returns the folder."""
+    here = os.getcwd()
+    workdir = os.path.join(tmp, verb + "-twice")
+    os.mkdir(workdir)
+    os.chdir(workdir)
+    try:
+        outs = [run(verb, *args) for _ in range(2)]
+    finally:
+        os.chdir(here)
+    check(all(o[0] == 0 for o in outs) and f"results in {stem}.h5" in outs[0][1] and
+          f"results in {stem}-2.h5" in outs[1][1],
+          f"{verb} twice without --out: {[(o[0], o[1][:160], o[2][-200:]) for o in outs]}")
+    check(sorted(os.listdir(workdir)) == [f"{stem}-2.h5", f"{stem}.h5"],
+          f"{verb} twice left {sorted(os.listdir(workdir))}")
+    return workdir
+
+
 def main():
     if not CLI or not os.path.exists(CLI):
         print("ATTEST_CLI not set or missing; skipping")
@@ -157,33 +176,10 @@ def main():
 
     # The main job again, without --out: the next free name, the first results kept (the
     # second `bash ci/main.sh` stopped with "exists; use --force").
-    here = os.getcwd()
-    workdir = os.path.join(tmp, "mainjob")
-    os.mkdir(workdir)
-    os.chdir(workdir)
-    try:
-        outs = [run("campaign", "--cases", "5") for _ in range(2)]
-    finally:
-        os.chdir(here)
-    check(all(o[0] == 0 for o in outs) and "results in attest-campaign.h5" in outs[0][1] and
-          "results in attest-campaign-2.h5" in outs[1][1],
-          f"campaign twice without --out: {[(o[0], o[1][:120], o[2]) for o in outs]}")
-    check(sorted(os.listdir(workdir)) == ["attest-campaign-2.h5", "attest-campaign.h5"],
-          f"campaign twice left {sorted(os.listdir(workdir))}")
+    twice_without_out(tmp, "campaign", ["--cases", "5"], "attest-campaign")
     # attest fuzz likewise: a second search without --out stopped on attest-fuzz.h5.
-    fuzzdir = os.path.join(tmp, "fuzztwice")
-    os.mkdir(fuzzdir)
-    os.chdir(fuzzdir)
-    try:
-        outs = [run("fuzz", "--candidate", "cpu-indexer", "--time", "1", "--jobs", "1",
-                    "--seed", "3") for _ in range(2)]
-    finally:
-        os.chdir(here)
-    check(all(o[0] == 0 for o in outs) and "results in attest-fuzz.h5" in outs[0][1] and
-          "results in attest-fuzz-2.h5" in outs[1][1],
-          f"fuzz twice without --out: {[(o[0], o[1][:160], o[2][-200:]) for o in outs]}")
-    check(sorted(os.listdir(fuzzdir)) == ["attest-fuzz-2.h5", "attest-fuzz.h5"],
-          f"fuzz twice left {sorted(os.listdir(fuzzdir))}")
+    fuzzdir = twice_without_out(tmp, "fuzz", ["--candidate", "cpu-indexer", "--time", "1",
+                                              "--jobs", "1", "--seed", "3"], "attest-fuzz")
     rc, out, err = run("fuzz", "--candidate", "cpu-indexer", "--time", "1", "--jobs", "1",
                        "--out", os.path.join(fuzzdir, "attest-fuzz.h5"))
     one_line_error(rc, out, err, "fuzz --out onto an existing results file")
