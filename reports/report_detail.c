@@ -97,8 +97,6 @@ static int32_t i32_at(const attest_case *c, const char *name, size_t index, int 
     return ((const int32_t *)t->data)[index];
 }
 
-/* Where an indexer logit's inputs live: the row's request and MTP slot, its valid length, and
- * the position's block and bytes in the cache (docs/kernels.md sections 4 and 5). */
 #define BLOCK_ROW_LISTED 16 /* block-table rows up to this many entries are printed whole */
 
 /* A short block-table row whole, '|' after the blocks the request's length L needs: the -1 or
@@ -119,6 +117,8 @@ static void block_table_row(FILE *f, const attest_case *c, int64_t request, int3
             need == 1 ? "" : "s", need == 1 ? "s" : "", (int)len);
 }
 
+/* Where an indexer logit's inputs live: the row's request and MTP slot, its valid length, and
+ * the position's block and bytes in the cache (docs/kernels.md sections 4 and 5). */
 static void indexer_element(FILE *f, const attest_case *c, const attest_coord *co)
 {
     const attest_indexer_params *p = &c->params.indexer;
