@@ -181,7 +181,7 @@ static attest_status finding(const attest_fuzz_pair_options *o, const fuzz_job_s
         snprintf(replay, sizeof replay, "attest check %s --candidate %s --baseline %s%s%s%s", path,
                  o->spec[0], o->spec[1], o->bitwise ? " --same bitwise" : "",
                  o->policy_path ? " --policy " : "", o->policy_path ? o->policy_path : "");
-        st = attest_fuzz_save_case(path, &small, note, replay);
+        st = attest_fuzz_save_case(path, &small, note, replay, NULL);
     }
     /* What attest check will see: the file, loaded back, both kernels on it once more. */
     if (st == ATTEST_OK) st = attest_casefile_load(path, NULL, &loaded);

@@ -7,10 +7,12 @@
 
 #include "attest/casefile.h"
 #include "attest/minimize.h"
+#include "attest/policy.h"
 #include "attest/reference.h"
 #include "attest/report.h"
 #include "attest/campaign.h"
 #include "commands.h"
+#include "save_failures.h"
 
 typedef struct judge_ctx {
     attest_runner *runner;
@@ -35,7 +37,7 @@ static int same_failure(const attest_case *c, void *p)
 
 
 attest_status attest_fuzz_save_case(const char *path, const attest_case *c, const char *note,
-                                  const char *replay)
+                                    const char *replay, const attest_casefile_extras *recorded)
 {
     attest_casefile_output outs[ATTEST_RECORD_MAX_OUTPUTS];
     double *ref[ATTEST_RECORD_MAX_OUTPUTS] = {0};
@@ -54,6 +56,12 @@ attest_status attest_fuzz_save_case(const char *path, const attest_case *c, cons
     if (st == ATTEST_OK) st = attest_engine_reference(c, ref);
     attest_casefile_extras x;
     memset(&x, 0, sizeof x);
+    if (recorded) {
+        x.candidate = recorded->candidate;
+        x.num_candidate = recorded->num_candidate;
+        x.candidate_name = recorded->candidate_name;
+        x.recorded = recorded->recorded;
+    }
     x.expected = outs;
     x.num_expected = k;
     x.note = note;
@@ -115,7 +123,28 @@ attest_status attest_fuzz_finding(const attest_finding_options *fo, const attest
                  attest_verdict_name(rec.verdict), gates[0] ? " (" : "", gates, gates[0] ? ")" : "",
                  cand->name, o->how, before, after, ms.tries);
         snprintf(replay, sizeof replay, "attest check %s --candidate %s", path, fo->candidate);
-        st = attest_fuzz_save_case(path, &small, note, replay);
+        /* The candidate's outputs of the minimized case go in as recorded outputs: `attest
+         * check FILE --recorded` judges them again where the candidate cannot run (a GPU
+         * kernel's finding on a machine without the GPU). One more judgement of the case. */
+        attest_case_record last;
+        attest_case_outputs kept;
+        memset(&kept, 0, sizeof kept);
+        memset(&last, 0, sizeof last);
+        st = attest_runner_judge(runner, &small, &last, &kept);
+        attest_cli_recorded rd;
+        attest_casefile_extras rx;
+        memset(&rx, 0, sizeof rx);
+        attest_policy *embedded = NULL; /* what a NULL policy judges under, for its name */
+        if (st == ATTEST_OK && ropt->policy == NULL) st = attest_policy_default(&embedded);
+        /* only a MISMATCH is a property of the outputs (a crash's or a hang's are poison) */
+        const int outputs_tell = st == ATTEST_OK && last.verdict == ATTEST_VERDICT_MISMATCH;
+        if (outputs_tell)
+            attest_cli_recorded_extras(&rd, cand, &small, &last, &kept,
+                                       ropt->policy ? ropt->policy : embedded, &rx);
+        if (st == ATTEST_OK)
+            st = attest_fuzz_save_case(path, &small, note, replay, outputs_tell ? &rx : NULL);
+        attest_policy_free(embedded);
+        attest_case_outputs_free(&kept);
     }
     /* What attest check will see: the file, loaded back, judged once more. */
     attest_case loaded;

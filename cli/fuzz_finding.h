@@ -10,6 +10,7 @@
 
 #include "attest/candidate.h"
 #include "attest/case.h"
+#include "attest/casefile.h"
 #include "attest/runner.h"
 #include "attest/status.h"
 
@@ -30,9 +31,12 @@ typedef struct attest_finding_options {
 } attest_finding_options;
 
 /* Saves c as a case file at path with its float64 reference outputs as the expected outputs (as
- * golden fixtures hold them), a note and the command that replays it. */
+ * golden fixtures hold them), a note and the command that replays it; `recorded` (may be NULL:
+ * none) adds the candidate outputs and recorded attributes of its candidate, recorded and
+ * candidate_name fields (attest_cli_recorded_extras). */
 attest_status attest_fuzz_save_case(const char *path, const attest_case *c, const char *note,
-                                    const char *replay) ATTEST_MUST_CHECK;
+                                    const char *replay, const attest_casefile_extras *recorded)
+    ATTEST_MUST_CHECK;
 
 /* Judges, minimizes and saves the failing case *c (left to the caller to free). Returns
  * ATTEST_OK when the finding was saved (or did not fail again: then it says so). */

@@ -46,6 +46,44 @@ static const attest_tensor *output_tensor(const attest_case *c, const attest_cas
     return NULL;
 }
 
+void attest_cli_recorded_extras(attest_cli_recorded *r, const attest_candidate *cand,
+                                const attest_case *c, const attest_case_record *rec,
+                                const attest_case_outputs *kept, const attest_policy *policy,
+                                attest_casefile_extras *x)
+{
+    memset(r, 0, sizeof *r);
+    /* Only the candidate's bytes: the reference is recomputed when the file is judged again, so
+     * a judge or reference fix is what the recheck tests. */
+    size_t nc = 0;
+    const int n = kept && kept->num_outputs < ATTEST_RECORD_MAX_OUTPUTS ? kept->num_outputs
+                  : kept                                                ? ATTEST_RECORD_MAX_OUTPUTS
+                                                                        : 0;
+    for (int k = 0; k < n; k++) {
+        const attest_tensor *t = output_tensor(c, rec, k);
+        if (!t || !kept->candidate[k] || kept->candidate_bytes[k] != t->nbytes) continue;
+        r->cand[nc] = attest_casefile_output_of(t);
+        r->cand[nc].data = kept->candidate[k];
+        nc++;
+    }
+    attest_gate_mask_string(rec->failed_gates, r->gates, sizeof r->gates);
+    attest_conventions_format(&cand->conventions, c->kernel, r->conventions,
+                              sizeof r->conventions);
+    snprintf(r->message, sizeof r->message, "%.*s", (int)sizeof rec->message, rec->message);
+    r->info = (attest_casefile_recorded){
+        .verdict = attest_verdict_name(rec->verdict),
+        .failed_gates = r->gates,
+        .message = r->message,
+        .conventions = r->conventions,
+        .policy_name = attest_policy_name(policy),
+        .policy_hash = attest_policy_hash(policy),
+        .policy_text = attest_policy_text(policy),
+    };
+    x->candidate = r->cand;
+    x->num_candidate = nc;
+    x->candidate_name = cand->name;
+    x->recorded = &r->info;
+}
+
 attest_status attest_cli_saver_hook(void *ctx, const attest_job *job, const attest_case *c,
                                     const attest_case_record *rec, const attest_case_outputs *kept)
 {
@@ -65,47 +103,17 @@ attest_status attest_cli_saver_hook(void *ctx, const attest_job *job, const atte
     }
     snprintf(path, sizeof path, "%s/%s%s-%016" PRIx64 ".h5", s->dir,
              attest_kernel_name(c->kernel), who, rec->seed);
-    /* Only the candidate's bytes: the reference is recomputed when the file is judged again, so
-     * a judge or reference fix is what the recheck tests. */
-    attest_casefile_output cand[ATTEST_RECORD_MAX_OUTPUTS];
-    size_t nc = 0;
-    const int n = kept && kept->num_outputs < ATTEST_RECORD_MAX_OUTPUTS ? kept->num_outputs
-                  : kept                                                ? ATTEST_RECORD_MAX_OUTPUTS
-                                                                        : 0;
-    for (int k = 0; k < n; k++) {
-        const attest_tensor *t = output_tensor(c, rec, k);
-        if (!t || !kept->candidate[k] || kept->candidate_bytes[k] != t->nbytes) continue;
-        cand[nc] = attest_casefile_output_of(t);
-        cand[nc].data = kept->candidate[k];
-        nc++;
-    }
-    char gates[96], conv[256], note[512], replay[4200];
-    attest_gate_mask_string(rec->failed_gates, gates, sizeof gates);
-    attest_conventions_format(&job->candidate->conventions, c->kernel, conv, sizeof conv);
-    snprintf(note, sizeof note, "attest %s --save-%s: %s%s%s%s", s->verb ? s->verb : "run",
-             s->passing ? "passing" : "failures", attest_verdict_name(rec->verdict),
-             gates[0] ? " (" : "", gates, gates[0] ? ")" : "");
-    snprintf(replay, sizeof replay, "attest check %s --recorded", path);
-    attest_casefile_recorded r = {
-        .verdict = attest_verdict_name(rec->verdict),
-        .failed_gates = gates,
-        .message = rec->message,
-        .conventions = conv,
-        .policy_name = attest_policy_name(s->policy),
-        .policy_hash = attest_policy_hash(s->policy),
-        .policy_text = attest_policy_text(s->policy),
-    };
-    char message[sizeof rec->message + 1];
-    snprintf(message, sizeof message, "%.*s", (int)sizeof rec->message, rec->message);
-    r.message = message;
+    char note[512], replay[4200];
+    attest_cli_recorded rd;
     attest_casefile_extras x;
     memset(&x, 0, sizeof x);
-    x.candidate = cand;
-    x.num_candidate = nc;
-    x.candidate_name = job->candidate->name;
+    attest_cli_recorded_extras(&rd, job->candidate, c, rec, kept, s->policy, &x);
+    snprintf(note, sizeof note, "attest %s --save-%s: %s%s%s%s", s->verb ? s->verb : "run",
+             s->passing ? "passing" : "failures", attest_verdict_name(rec->verdict),
+             rd.gates[0] ? " (" : "", rd.gates, rd.gates[0] ? ")" : "");
+    snprintf(replay, sizeof replay, "attest check %s --recorded", path);
     x.note = note;
     x.replay = replay;
-    x.recorded = &r;
     int existed = 0;
     attest_status st = attest_casefile_save_new(path, c, &x, &existed);
     if (st != ATTEST_OK) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "attest/campaign.h"
+#include "attest/casefile.h"
 
 typedef struct attest_cli_saver {
     const char *dir;
@@ -29,6 +30,23 @@ int attest_cli_saver_init(attest_cli_saver *s, const char *verb, const char *dir
  * the run goes on. */
 attest_status attest_cli_saver_hook(void *ctx, const attest_job *job, const attest_case *c,
                                     const attest_case_record *rec, const attest_case_outputs *kept);
+
+/* The recorded-outputs part of a case file (docs/case-format.md, "Recorded outputs"): the
+ * candidate's kept first-run outputs of c, as rec names them, and what they were judged under,
+ * so that `attest check FILE --recorded` judges them again without the candidate. The buffers
+ * live in *r, which must outlive the save. */
+typedef struct attest_cli_recorded {
+    attest_casefile_output cand[ATTEST_RECORD_MAX_OUTPUTS];
+    char gates[96], conventions[256], message[sizeof ((attest_case_record *)0)->message + 1];
+    attest_casefile_recorded info;
+} attest_cli_recorded;
+
+/* Fills x's candidate outputs, candidate name and recorded attributes from kept (may be NULL:
+ * no outputs, the attributes still). */
+void attest_cli_recorded_extras(attest_cli_recorded *r, const attest_candidate *cand,
+                                const attest_case *c, const attest_case_record *rec,
+                                const attest_case_outputs *kept, const attest_policy *policy,
+                                attest_casefile_extras *x);
 
 /* The summary line ("saved failures: 2 written to DIR, 1 kept (existed)"), when any case failed. */
 void attest_cli_saver_report(const attest_cli_saver *s, FILE *f);

@@ -48,6 +48,15 @@ def main():
         check(rc == 0, f"{name}: the correct {CORRECT[kernel]} fails the saved case: exit {rc}\n{cout}")
         rc, rout, rerr = run("replay", files[0], "--candidate", name, "--timeout", "0.5")
         check(rc == 1 and verdict in rout, f"{name}: attest replay exit {rc}\n{rout}{rerr}")
+        # A MISMATCH finding holds the candidate's outputs as recorded outputs: judged again
+        # with no candidate (a GPU kernel's finding on a machine without the GPU).
+        rc, kout, kerr = run("check", files[0], "--recorded")
+        if verdict == "MISMATCH":
+            check(rc == 1 and "MISMATCH" in kout and "differ from the recorded verdict: 0" in kout,
+                  f"{name}: check --recorded exit {rc}\n{kout}{kerr}")
+        else:
+            check(rc == 1 and "no recorded outputs" in kout,
+                  f"{name}: a {verdict} finding records no outputs: exit {rc}\n{kout}{kerr}")
 
     # A finding never replaces a file: the same search again (the same seed, so the same case
     # and name) saves beside the first, which stays as it was; a link of that name is left alone.
