@@ -83,6 +83,11 @@ def main():
     rc, out, err = run("run", "--candidate", f"exec:{sys.executable} "
                        f"{SRC}/tests/py/external/exec_candidate.py", "--cases", "20")
     check(rc == 0 and "result: PASS (20 cases)" in out, f"exec: candidate: exit {rc}\n{out}{err}")
+    rc, out, err = run("run", "--candidate", f"exec:{sys.executable} "
+                       f"{SRC}/tests/py/external/exec_wrong_case.py", "--cases", "2")
+    check(rc == 1 and verdicts(out) == {"HARNESS_ERROR": 2} and
+          "the process answered case 6 to run message 1" in out,
+          f"exec: a reply to another case: exit {rc}\n{out}{err}")
     rc, out, err = run("run", "--no-isolate", "--candidate", f"py:{EX}/numpy_indexer.py:indexer",
                        "--cases", "20")
     check(rc == 0, f"--no-isolate: exit {rc}\n{out}{err}")

@@ -232,13 +232,11 @@ static int handle_reply(external_state *s, exec_run_info *info, const char *line
     json_error_t err;
     json_t *o = json_loads(line, 0, &err);
     char what[200];
-    const char *op = o ? ext_json_str(o, "op") : NULL;
-    json_t *seq = o ? json_object_get(o, "case") : NULL;
-    if (!op || !json_is_integer(seq) || (uint64_t)json_integer_value(seq) != s->sequence) {
-        snprintf(what, sizeof what, "garbage on the control channel: '%.48s'", line);
+    if (!ext_reply_answers(line, o, s->sequence, what, sizeof what)) {
         json_decref(o);
         return fault(s, info, EXEC_HARNESS_ERROR, what);
     }
+    const char *op = ext_json_str(o, "op");
     int rc = 0;
     const char *msg = ext_json_str(o, "message");
     if (strcmp(op, "done") == 0) {

@@ -148,6 +148,20 @@ const char *ext_json_str(json_t *o, const char *key)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+int ext_reply_answers(const char *line, json_t *o, uint64_t sequence, char *what, size_t cap)
+{
+    const char *op = o ? ext_json_str(o, "op") : NULL;
+    json_t *seq = o ? json_object_get(o, "case") : NULL;
+    if (op && json_is_integer(seq) && (uint64_t)json_integer_value(seq) == sequence) return 1;
+    if (op && json_is_integer(seq))
+        snprintf(what, cap, "the process answered case %" PRId64 " to run message %" PRIu64
+                            ": '%.48s'",
+                 (int64_t)json_integer_value(seq), sequence, line);
+    else
+        snprintf(what, cap, "garbage on the control channel: '%.48s'", line);
+    return 0;
+}
+
 /* The contract a top-k process declares (docs/topk.md): "order" sorted|any, "outputs"
  * logical|physical|both, "short_row" by-score|identity; each is required, as a C candidate's
  * fields are, so a contract is never assumed. */

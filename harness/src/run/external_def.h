@@ -54,6 +54,11 @@ void ext_def_fault_line(const external_def *d, ext_proc *p, int *printed, const 
 
 const char *ext_json_str(json_t *o, const char *key);
 
+/* 1 when reply `o` (parsed from `line`, NULL when it is not JSON) has an "op" and answers run
+ * message `sequence`; else 0, with what is wrong in what: "garbage on the control channel:
+ * '...'" or "the process answered case 6 to run message 1: '...'" (a server that lost count). */
+int ext_reply_answers(const char *line, json_t *o, uint64_t sequence, char *what, size_t cap);
+
 /* FNV-1a: names a tensor table, so the process can reuse its views of an unchanged one. */
 uint64_t ext_layout_key(const char *s, size_t n, size_t region_bytes);
 

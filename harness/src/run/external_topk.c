@@ -251,12 +251,11 @@ static void handle_reply(topk_state *s, const external_def *d, const char *line,
     json_error_t err;
     json_t *j = json_loads(line, 0, &err);
     const char *op = j ? ext_json_str(j, "op") : NULL;
-    json_t *seq = j ? json_object_get(j, "case") : NULL;
     const char *msg = j ? ext_json_str(j, "message") : NULL;
     const char *kind = j ? ext_json_str(j, "kind") : NULL;
-    char what[200];
-    if (!op || !json_is_integer(seq) || (uint64_t)json_integer_value(seq) != s->sequence) {
-        snprintf(what, sizeof what, "run: garbage on the control channel: '%.48s'", line);
+    char what[200], wrong[180];
+    if (!ext_reply_answers(line, j, s->sequence, wrong, sizeof wrong)) {
+        snprintf(what, sizeof what, "run: %s", wrong);
         fault(s, d, o, ATTEST_TOPK_CHECK_RUN, what);
     } else if (strcmp(op, "done") == 0) {
         o->returned = 1;
