@@ -156,8 +156,8 @@ static void ratio_color(double r, char *buf, size_t cap)
 }
 
 /* Heat map of |c - r| / (atol + rtol |r|) of one output of the worst case: (head x dim) of the
- * failing element's request and query for out_bf16 (attest_rep_nonfinite_first), (row x position) for logits, (request-query x
- * head) for lse; columns binned by their maximum. */
+ * failing element's request and query for out_bf16 (attest_rep_nonfinite_first), (row x
+ * position) for logits, (request-query x head) for lse; columns binned by their maximum. */
 static void heat_map(FILE *f, const attest_stored_tensor *ref, const attest_stored_tensor *cand,
                      const attest_tensor_metrics *m, const attest_tolerance *tol)
 {
