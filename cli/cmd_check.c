@@ -159,8 +159,23 @@ static int parse(int argc, char **argv, check_args *a)
         default: return attest_cli_getopt_error(VERB, ch, argv);
         }
     }
-    if (a->num_specs == 0)
+    if (a->num_specs == 0) {
+        /* A file with recorded outputs (a fuzz finding, --save-failures) is judged without the
+         * candidate: say so, naming whose outputs they are. */
+        attest_casefile_recorded_info info;
+        memset(&info, 0, sizeof info);
+        if (optind + 1 == argc &&
+            attest_casefile_load_recorded(argv[optind], NULL, &info) == ATTEST_OK) {
+            const int rc = attest_cli_usage_error(
+                VERB, "--candidate is required (attest list shows them); %s holds %s's recorded "
+                      "outputs, which --recorded judges again without it",
+                argv[optind], info.candidate[0] ? info.candidate : "a candidate");
+            attest_casefile_recorded_free(&info);
+            return rc;
+        }
+        attest_clear_error();
         return attest_cli_usage_error(VERB, "--candidate is required (attest list shows them)");
+    }
     if (optind >= argc)
         return attest_cli_usage_error(VERB, "expected fixture files or directories");
     a->fixtures = argv + optind;

@@ -54,6 +54,10 @@ def main():
         if verdict == "MISMATCH":
             check(rc == 1 and "MISMATCH" in kout and "differ from the recorded verdict: 0" in kout,
                   f"{name}: check --recorded exit {rc}\n{kout}{kerr}")
+            # without --candidate, the refusal points at --recorded and names whose outputs
+            rc, kout, kerr = run("check", files[0])
+            check(rc == 2 and f"holds {name}'s recorded outputs" in kerr and "--recorded" in kerr,
+                  f"{name}: check without --candidate: exit {rc} {kerr!r}")
         else:
             check(rc == 1 and "no recorded outputs" in kout,
                   f"{name}: a {verdict} finding records no outputs: exit {rc}\n{kout}{kerr}")
