@@ -2,8 +2,8 @@
  * shared through gen_options.c), its behaviour is what users of other GNU tools expect, and it is
  * in libc, so the executable needs no argument-parsing library. */
 #include <errno.h>
-#include <inttypes.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

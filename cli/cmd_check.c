@@ -416,13 +416,9 @@ static attest_status judge_case(check_run *r, size_t ci, const char *path, const
          * outputs' says so, and is left out when it is the reference's phrase again */
         char phrase[2][1024] = {"", ""};
         int failing[2] = {0, 0};
-        for (int i = 0; i < nrows; i++) {
-            failing[i] = attest_verdict_is_failure(rows[i]->verdict);
-            FILE *m = failing[i] ? fmemopen(phrase[i], sizeof phrase[i], "w") : NULL;
-            if (m == NULL) continue;
-            attest_report_brief(m, rows[i]);
-            fclose(m);
-        }
+        for (int i = 0; i < nrows; i++)
+            if ((failing[i] = attest_verdict_is_failure(rows[i]->verdict)))
+                attest_report_brief_string(rows[i], phrase[i], sizeof phrase[i]);
         const int both = nrows == 2 && failing[0] && failing[1] && strcmp(phrase[0], phrase[1]);
         for (int i = 0; i < nrows; i++) {
             if (!failing[i] || (i == 1 && failing[0] && !both)) continue;

@@ -54,14 +54,7 @@ attest_status attest_fuzz_save_case(const char *path, const attest_case *c, cons
         k++;
     }
     if (st == ATTEST_OK) st = attest_engine_reference(c, ref);
-    attest_casefile_extras x;
-    memset(&x, 0, sizeof x);
-    if (recorded) {
-        x.candidate = recorded->candidate;
-        x.num_candidate = recorded->num_candidate;
-        x.candidate_name = recorded->candidate_name;
-        x.recorded = recorded->recorded;
-    }
+    attest_casefile_extras x = recorded ? *recorded : (attest_casefile_extras){0};
     x.expected = outs;
     x.num_expected = k;
     x.note = note;
@@ -123,21 +116,25 @@ attest_status attest_fuzz_finding(const attest_finding_options *fo, const attest
                  attest_verdict_name(rec.verdict), gates[0] ? " (" : "", gates, gates[0] ? ")" : "",
                  cand->name, o->how, before, after, ms.tries);
         snprintf(replay, sizeof replay, "attest check %s --candidate %s", path, fo->candidate);
-        /* The candidate's outputs of the minimized case go in as recorded outputs: `attest
-         * check FILE --recorded` judges them again where the candidate cannot run (a GPU
-         * kernel's finding on a machine without the GPU). One more judgement of the case. */
+        /* A MISMATCH finding keeps the candidate's outputs of the minimized case as recorded
+         * outputs: `attest check FILE --recorded` judges them again where the candidate cannot
+         * run (a GPU kernel's finding on a machine without the GPU). One more judgement, for a
+         * MISMATCH only: other verdicts are not properties of the outputs (a crash's or a
+         * hang's are poison), and judging a hang again would wait out its time limit. */
         attest_case_record last;
         attest_case_outputs kept;
         memset(&kept, 0, sizeof kept);
         memset(&last, 0, sizeof last);
-        st = attest_runner_judge(runner, &small, &last, &kept);
         attest_cli_recorded rd;
         attest_casefile_extras rx;
         memset(&rx, 0, sizeof rx);
         attest_policy *embedded = NULL; /* what a NULL policy judges under, for its name */
-        if (st == ATTEST_OK && ropt->policy == NULL) st = attest_policy_default(&embedded);
-        /* only a MISMATCH is a property of the outputs (a crash's or a hang's are poison) */
-        const int outputs_tell = st == ATTEST_OK && last.verdict == ATTEST_VERDICT_MISMATCH;
+        int outputs_tell = 0;
+        if (rec.verdict == ATTEST_VERDICT_MISMATCH) {
+            st = attest_runner_judge(runner, &small, &last, &kept);
+            if (st == ATTEST_OK && ropt->policy == NULL) st = attest_policy_default(&embedded);
+            outputs_tell = st == ATTEST_OK && last.verdict == ATTEST_VERDICT_MISMATCH;
+        }
         if (outputs_tell)
             attest_cli_recorded_extras(&rd, cand, &small, &last, &kept,
                                        ropt->policy ? ropt->policy : embedded, &rx);

@@ -32,8 +32,8 @@ typedef struct attest_finding_options {
 
 /* Saves c as a case file at path with its float64 reference outputs as the expected outputs (as
  * golden fixtures hold them), a note and the command that replays it; `recorded` (may be NULL:
- * none) adds the candidate outputs and recorded attributes of its candidate, recorded and
- * candidate_name fields (attest_cli_recorded_extras). */
+ * none) holds the recorded candidate outputs to add (attest_cli_recorded_extras fills them),
+ * its expected, note and replay fields left to this function. */
 attest_status attest_fuzz_save_case(const char *path, const attest_case *c, const char *note,
                                     const char *replay, const attest_casefile_extras *recorded)
     ATTEST_MUST_CHECK;

@@ -192,6 +192,16 @@ void attest_report_brief(FILE *f, const attest_case_record *rec)
         fprintf(f, "%s%.*s", sep, (int)sizeof rec->message, rec->message);
 }
 
+void attest_report_brief_string(const attest_case_record *rec, char *buf, size_t cap)
+{
+    if (cap == 0) return;
+    buf[0] = '\0';
+    FILE *m = fmemopen(buf, cap, "w");
+    if (m == NULL) return;
+    attest_report_brief(m, rec);
+    fclose(m);
+}
+
 void attest_report_failure_line(FILE *f, const attest_case_record *rec, const char *replay)
 {
     attest_rep_headline(f, rec);

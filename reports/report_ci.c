@@ -282,12 +282,8 @@ attest_status attest_report_json(const char *path, const attest_summary *s,
             fputs(", \"message\": ", f);
             json_string(f, r->message);
             /* the failure line's phrase, with the element named (the message has raw indices) */
-            char phrase[1024] = "";
-            FILE *m_f = fmemopen(phrase, sizeof phrase, "w");
-            if (m_f) {
-                attest_report_brief(m_f, r);
-                fclose(m_f);
-            }
+            char phrase[1024];
+            attest_report_brief_string(r, phrase, sizeof phrase);
             fputs(", \"summary\": ", f);
             json_string(f, phrase);
             fputs(", \"replay\": ", f);

@@ -151,6 +151,9 @@ void attest_report_coord_string(attest_kernel kernel, const char *output, const 
  * without metrics. */
 void attest_report_brief(FILE *f, const attest_case_record *rec);
 
+/* The same phrase into buf (cut at cap - 1 bytes; "" when it cannot be formatted). */
+void attest_report_brief_string(const attest_case_record *rec, char *buf, size_t cap);
+
 /* One failing case as it happens (a headline with the deciding output's metrics and where its
  * worst element is, the parameter string, then "replay: <replay>" when replay is not NULL). */
 void attest_report_failure_line(FILE *f, const attest_case_record *rec, const char *replay);
