@@ -89,10 +89,15 @@ void attest_bench_print_row(FILE *f, const attest_bench_row *row)
 
 void attest_bench_print_timing(FILE *f, const attest_bench_row *row)
 {
-    if (row->result.device[0])
+    if (row->result.device[0]) {
         fprintf(f, "  device: %s; timed with %s\n", row->result.device,
                 row->result.device_timed ? "CUDA events" : "the wall clock");
-    else
+        /* The default peak was measured on an H200: on any other card its % misleads. */
+        if (row->peak_gbps == ATTEST_BENCH_DEFAULT_PEAK_GBPS && !strstr(row->result.device, "H200"))
+            fprintf(f, "  note: %% peak is of %.0f GB/s, the default, an H200's measured HBM "
+                       "bandwidth, not this device's: --peak-gbps X sets its own\n",
+                    ATTEST_BENCH_DEFAULT_PEAK_GBPS);
+    } else
         fprintf(f, "  host candidate: timed with the wall clock\n");
 }
 
