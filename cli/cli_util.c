@@ -174,6 +174,24 @@ const char *attest_cli_default_results(const char *name, char *buf, size_t cap)
     return buf;
 }
 
+int attest_cli_output_dir(const char *verb, const char *option, const char *dir)
+{
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        if (errno != ENOENT || mkdir(dir, 0777) != 0)
+            return attest_cli_usage_error(verb, "--%s %s: cannot make the folder: %s", option,
+                                          dir, strerror(errno));
+        if (stat(dir, &sb) != 0)
+            return attest_cli_usage_error(verb, "--%s %s: %s", option, dir, strerror(errno));
+    }
+    if (!S_ISDIR(sb.st_mode))
+        return attest_cli_usage_error(verb, "--%s %s: exists and is not a folder", option, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return attest_cli_usage_error(verb, "--%s %s: not writable: %s", option, dir,
+                                      strerror(errno));
+    return -1;
+}
+
 int attest_cli_max_case_mb(const char *verb, const char *value)
 {
     uint64_t mb = 0;

@@ -53,7 +53,7 @@ static void usage(FILE *f)
             "  --save-failures DIR  each failing case as DIR/<kernel>-<candidate>-SEED.h5 with the\n"
             "                    candidate's first-run outputs as recorded outputs, never\n"
             "                    replacing a file: attest check FILE --recorded judges them again\n"
-            "                    without the candidate (docs/gpu.md)\n"
+            "                    without the candidate (docs/gpu.md); DIR is made when missing\n"
             "  --save-passing    with --save-failures: save passing cases too\n"
             "  --baseline OLD    old vs new: the one --candidate and OLD on the same cases, as\n"
             "                    attest run --baseline (docs/old-vs-new.md), with this verb's\n"

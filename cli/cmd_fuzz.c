@@ -17,13 +17,11 @@
  * loaded back and judged once more, so what is printed is what `attest check` sees.
  */
 #include <dirent.h>
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,7 +89,7 @@ static void usage(FILE *f)
           "                     (default " DEFAULT_OUT ", or attest-fuzz-2.h5, -3, ... when an\n"
           "                     earlier search has it)\n"
           "  --force            replace an earlier results file at --out (nothing else)\n"
-          "  --findings DIR     where minimized findings go (default: .)\n"
+          "  --findings DIR     where minimized findings go (default: .; made when missing)\n"
           "  --reruns N         runs per case, compared bitwise (default 1; 2 catches\n"
           "                     nondeterministic kernels)\n"
           "  --timeout SEC      per-run time limit (default 10)\n"
@@ -359,15 +357,11 @@ static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char 
     return exit_code;
 }
 
-/* --findings must be a writable folder; a seed is drawn from the clock when none was given. */
+/* --findings must be a writable folder (made when missing); a seed is drawn from the clock when none was given. */
 static int check_findings_and_seed(fuzz_args *a)
 {
-    struct stat sb;
-    if (stat(a->findings, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return attest_cli_usage_error(VERB, "--findings %s: not a directory", a->findings);
-    if (access(a->findings, W_OK) != 0)
-        return attest_cli_usage_error(VERB, "--findings %s: not writable: %s", a->findings,
-                                      strerror(errno));
+    const int rc = attest_cli_output_dir(VERB, "findings", a->findings);
+    if (rc >= 0) return rc;
     if (!a->r.seed_given) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

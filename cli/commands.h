@@ -72,6 +72,12 @@ int attest_cli_result_line(uint64_t failed, uint64_t judged, uint64_t unreadable
  * explicit --out keeps the output policy ("exists; use --force"). Returns buf. */
 const char *attest_cli_default_results(const char *name, char *buf, size_t cap);
 
+/* A folder an option writes files into (--save-failures, --findings): made when missing (the
+ * last component only, as mkdir does; --corpus makes its folder too), refused when it is not a
+ * folder or not writable, with one line naming the option. Returns -1 when usable, else the
+ * exit code (usage). */
+int attest_cli_output_dir(const char *verb, const char *option, const char *dir);
+
 /* The output policy for a verb's --junit and --json (either may be NULL): neither may be an
  * input, the --out path (may be NULL) or the other, and neither replaces a file that is not an
  * earlier report of its kind (files.h). -1 when both may be written, else ATTEST_EXIT_USAGE. */

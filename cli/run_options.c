@@ -2,9 +2,9 @@
 #include "run_options.h"
 
 #include <string.h>
-#include <sys/stat.h>
 
 #include "attest/usage.h"
+#include "commands.h"
 
 void attest_cli_run_defaults(attest_cli_run_args *a)
 {
@@ -80,8 +80,5 @@ int attest_cli_run_option(const char *verb, int ch, const char *arg, attest_cli_
 
 int attest_cli_save_dir_check(const char *verb, const char *dir)
 {
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return attest_cli_usage_error(verb, "--save-failures %s: not a directory", dir);
-    return -1;
+    return attest_cli_output_dir(verb, "save-failures", dir);
 }

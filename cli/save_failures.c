@@ -1,11 +1,8 @@
 /* attest run and campaign --save-failures for indexer and mla-decode (save_failures.h). */
 #include "save_failures.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "attest/casefile.h"
 #include "attest/conventions.h"
@@ -15,14 +12,8 @@ int attest_cli_saver_init(attest_cli_saver *s, const char *verb, const char *dir
                           const attest_policy *policy)
 {
     memset(s, 0, sizeof *s);
-    struct stat sb;
-    if (stat(dir, &sb) != 0)
-        return attest_cli_usage_error(verb, "--save-failures %s: %s", dir, strerror(errno));
-    if (!S_ISDIR(sb.st_mode))
-        return attest_cli_usage_error(verb, "--save-failures %s: not a directory", dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return attest_cli_usage_error(verb, "--save-failures %s: not writable: %s", dir,
-                                      strerror(errno));
+    const int rc = attest_cli_output_dir(verb, "save-failures", dir);
+    if (rc >= 0) return rc;
     s->dir = dir;
     s->verb = verb;
     s->policy = policy;

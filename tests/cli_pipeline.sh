@@ -94,7 +94,7 @@ has "^result: FAIL \(0 of [0-9]+ case files failed, 1 unreadable\)$"
 
 for bad in "--candidate frob=cpu-indexer" "--candidate topk=no-such-topk" \
            "--candidate indexer=cpu-mla-decode" "--candidate topk=cpu-topk --candidate topk=cpu-topk" \
-           "--candidate topk=cpu-topk --save-failures $work/missing" "--candidate topk=cpu-topk --cases 0"; do
+           "--candidate topk=cpu-topk --save-failures $work/missing/sub" "--candidate topk=cpu-topk --cases 0"; do
   # shellcheck disable=SC2086
   expect 2 run --kernel pipeline $bad
   [ "$(wc -l < out)" -eq 1 ] || fail "run $bad: the usage error is not one line"

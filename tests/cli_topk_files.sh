@@ -59,6 +59,11 @@ expect 0 replay r.h5 --case "$case" --candidate cpu-topk
 expect 2 run --kernel topk --candidate cpu-topk --cases 5 --out r.h5
 expect 0 run --kernel topk --candidate cpu-topk --cases 5 --out r.h5 --force
 expect 0 show r.h5
-expect 2 run --kernel topk --candidate cpu-topk --cases 5 --save-failures no-such-dir
-has "not a directory"
+expect 2 run --kernel topk --candidate cpu-topk --cases 5 --save-failures no-such-dir/sub
+has "cannot make the folder"
+: > plain
+expect 2 run --kernel topk --candidate cpu-topk --cases 5 --save-failures plain
+has "exists and is not a folder"
+expect 0 run --kernel topk --candidate cpu-topk --cases 5 --save-failures made-here
+[ -d made-here ] || fail "--save-failures did not make its missing folder"
 echo PASS

@@ -27,10 +27,11 @@ def main():
         d = os.path.join(tmp, name)
         os.mkdir(d)
         res = os.path.join(d, "r.h5")
+        fd = os.path.join(d, "findings")  # missing: fuzz makes it
         rc, out, err = run("fuzz", "--engine", "search", "--candidate", name, "--time", "30", "--jobs", "2",
-                           "--seed", "1", "--timeout", "0.5", "--findings", d, "--out", res)
+                           "--seed", "1", "--timeout", "0.5", "--findings", fd, "--out", res)
         check(rc == 1, f"{name}: fuzz exit {rc}, expected 1 (a finding)\n{out}{err}")
-        files = glob.glob(os.path.join(d, "finding-*.h5"))
+        files = glob.glob(os.path.join(fd, "finding-*.h5"))
         check(len(files) == 1, f"{name}: {len(files)} finding files")
         check("(fails the same way)" in out, f"{name}: the saved case does not fail the same way\n{out}")
         m = re.search(r"finding 1: (\S+)", out)
@@ -128,12 +129,18 @@ def main():
            ["--candidate", "cpu-indexer", "--jobs", "0"],
            ["--candidate", "no-such-kernel"],
            ["--candidate", "cpu-indexer", "--kernel", "mla-decode"],
-           ["--candidate", "cpu-indexer", "--findings", os.path.join(tmp, "missing")],
+           ["--candidate", "cpu-indexer", "--findings", os.path.join(tmp, "missing", "sub")],
+           ["--candidate", "cpu-indexer", "--findings", os.path.join(tmp, "a-file")],
            ["--time", "3"]]
+    with open(os.path.join(tmp, "a-file"), "w") as f:
+        f.write("kept\n")
     for args in bad:
         rc, out, err = run("fuzz", *args, "--out", os.path.join(tmp, "never.h5"))
         one_line_error(rc, out, err, f"fuzz {' '.join(args)}")
     check(not os.path.exists(os.path.join(tmp, "never.h5")), "a refused fuzz wrote its results file")
+    check(not os.path.exists(os.path.join(tmp, "missing")), "a refused --findings made a parent")
+    with open(os.path.join(tmp, "a-file")) as f:
+        check(f.read() == "kept\n", "a refused --findings changed the file it named")
     return summary("test_fuzz_cli")
 
 

@@ -67,8 +67,7 @@ def saved(d, kernel):
 
 
 def roundtrip(work, cand, kernel, jobs):
-    d = os.path.join(work, f"{cand}-{jobs}")
-    os.mkdir(d)
+    d = os.path.join(work, f"{cand}-{jobs}")  # missing: the run makes it
     rc, out, err = t.run("run", "--candidate", cand, "--cases", "8", "--seed", "5",
                          "--print-failures", "100", "--jobs", str(jobs), "--save-failures", d)
     check(rc == 1, f"{cand}: run exit {rc}, expected 1: {err}")
@@ -184,10 +183,11 @@ def main():
 
         notdir = os.path.join(work, "plain")
         open(notdir, "w").close()
-        for bad in (notdir, os.path.join(work, "missing")):
+        for bad in (notdir, os.path.join(work, "missing", "sub")):
             rc, out, err = t.run("run", "--candidate", "mutant-indexer-scale-off-by-one",
                                  "--save-failures", bad)
             t.one_line_error(rc, out, err, f"--save-failures {bad}")
+        check(not os.path.exists(os.path.join(work, "missing")), "a refused DIR made its parent")
         if os.geteuid() != 0:
             ro = os.path.join(work, "ro")
             os.mkdir(ro, 0o555)
