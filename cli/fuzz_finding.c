@@ -154,6 +154,11 @@ attest_status attest_fuzz_finding(const attest_finding_options *fo, const attest
         if (attest_case_param_string(&loaded, params, sizeof params) != ATTEST_OK) params[0] = '\0';
         printf("finding %d: %s%s%s%s, %s\n", number, attest_verdict_name(rec.verdict),
                gates[0] ? " (" : "", gates, gates[0] ? ")" : "", o->what);
+        /* What went wrong in the saved case, as attest check prints it: the deciding output,
+         * its metrics and where (a crash's or a hang's message). */
+        char brief[1024];
+        attest_report_brief_string(&again, brief, sizeof brief);
+        if (brief[0]) printf("  what: %s\n", brief);
         printf("  minimized: %s -> %s (%u judgements, %u reductions kept)\n", before, after,
                ms.tries, ms.accepted);
         printf("  saved: %s\n  %s\n", path, params);

@@ -38,6 +38,11 @@ def main():
         if not files or not m:
             continue
         verdict = m.group(1).rstrip(",")
+        # the finding says what went wrong: a MISMATCH where, any other verdict its message
+        what = re.search(r"^  what: (.+)$", out, re.M)
+        check(what is not None and (verdict != "MISMATCH" or
+                                    re.search(r"(worst|first) at \w+\[", what.group(1))),
+              f"{name}: no 'what:' line naming where\n{out}")
         mini = re.search(r"minimized: .* -> b=(\d+) \S+=(\d+) \S+=(\d+)", out)
         check(mini is not None and mini.group(1) == "1",
               f"{name}: not minimized to one request:\n{out}")
