@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "attest/layout.h"
+#include "attest/numerics.h"
 #include "report_internal.h"
 
 static const char *gate_result(const attest_tensor_metrics *m, attest_gate g)
@@ -255,7 +256,44 @@ static const void *kept_out(const attest_case_record *rec, const attest_case_out
     return NULL;
 }
 
-/* The first inf/nan mismatch: where, the row's memory, and (locate) the localization. */
+/* The reference and candidate values of output m at co, from the kept outputs of the run and
+ * the case's tensor shape. 0 when they were not kept (a detail read from a results file). */
+static int kept_pair(const attest_case_record *rec, const attest_case_outputs *kept,
+                     const attest_case *c, const attest_tensor_metrics *m, const attest_coord *co,
+                     double *ref, double *cand)
+{
+    if (!kept || !c) return 0;
+    const attest_tensor *t = attest_case_tensor_const(c, m->output);
+    if (!t || t->rank != co->rank || co->rank < 1 || co->rank > 4) return 0;
+    size_t flat = 0;
+    for (int32_t d = 0; d < co->rank; d++) {
+        if (co->index[d] < 0 || co->index[d] >= t->shape[d]) return 0;
+        flat = flat * (size_t)t->shape[d] + (size_t)co->index[d];
+    }
+    for (int k = 0; k < rec->num_outputs && k < kept->num_outputs && k < ATTEST_RECORD_MAX_OUTPUTS;
+         k++) {
+        if (strcmp(rec->outputs[k].output, m->output) || !kept->reference[k] || !kept->candidate[k])
+            continue;
+        const size_t es = t->dtype == ATTEST_DTYPE_BF16 ? 2 : t->dtype == ATTEST_DTYPE_F32 ? 4 : 0;
+        if (es == 0 || (flat + 1) * es > kept->candidate_bytes[k]) return 0;
+        const uint8_t *at = (const uint8_t *)kept->candidate[k] + flat * es;
+        if (es == 2) {
+            uint16_t b;
+            memcpy(&b, at, 2);
+            *cand = attest_bf16_decode(b);
+        } else {
+            float v;
+            memcpy(&v, at, 4);
+            *cand = v;
+        }
+        *ref = kept->reference[k][flat];
+        return 1;
+    }
+    return 0;
+}
+
+/* The first inf/nan mismatch: where, both values, the row's memory, and (locate) the
+ * localization. */
 static void nonfinite_detail(FILE *f, const attest_case_record *rec, attest_kernel kernel,
                              const attest_tensor_metrics *m, const attest_case *c,
                              const attest_case_outputs *kept, int locate)
@@ -263,7 +301,12 @@ static void nonfinite_detail(FILE *f, const attest_case_record *rec, attest_kern
     char coord[200];
     attest_report_coord_string(kernel, m->output, &m->first_nonfinite_mismatch, coord,
                                sizeof coord);
-    fprintf(f, "    first inf/nan mismatch at %s\n", coord);
+    double r, v;
+    if (kept_pair(rec, kept, c, m, &m->first_nonfinite_mismatch, &r, &v))
+        fprintf(f, "    first inf/nan mismatch at %s: reference %.9g, candidate %.9g\n", coord, r,
+                v);
+    else
+        fprintf(f, "    first inf/nan mismatch at %s\n", coord);
     element(f, kernel, m, &m->first_nonfinite_mismatch, c);
     if (locate && c && kernel == ATTEST_KERNEL_MLA_DECODE) {
         size_t bytes;

@@ -378,6 +378,26 @@ static void detail_mla(void **state)
     assert_contains(t, "output lse: 0 elements compared, 0 finite pairs: FAIL (nonfinite)");
     assert_contains(t, "bound"); /* the table header prints with no tolerance given */
     cap_close(&c);
+    /* With the run's outputs kept (replay, check), the mismatch shows both values: which side
+     * is inf or nan is what the reader needs next. lse is [b, s_q, h]: [1, 0, 3] is flat 7. */
+    double lse_ref[8] = {0};
+    float lse_cand[8] = {0};
+    lse_ref[7] = -INFINITY;
+    lse_cand[7] = 2.5f;
+    attest_case_outputs kept;
+    memset(&kept, 0, sizeof kept);
+    kept.num_outputs = 2;
+    kept.reference[1] = lse_ref;
+    kept.candidate[1] = lse_cand;
+    kept.candidate_bytes[1] = sizeof lse_cand;
+    attest_report_case_detail_outputs(cap_open(&c), &r, &cs, NULL, &kept);
+    assert_contains(cap_text(&c), "first inf/nan mismatch at lse[request 1, query 0, head 3]: "
+                                  "reference -inf, candidate 2.5\n");
+    cap_close(&c);
+    kept.candidate_bytes[1] = 7 * sizeof(float); /* too short for flat 7: no values, no read */
+    attest_report_case_detail_outputs(cap_open(&c), &r, &cs, NULL, &kept);
+    assert_contains(cap_text(&c), "first inf/nan mismatch at lse[request 1, query 0, head 3]\n");
+    cap_close(&c);
     attest_case_free(&cs);
 
     /* Without the case: coordinates still named, no memory details. */
