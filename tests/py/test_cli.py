@@ -147,6 +147,12 @@ def main():
     ):
         rc, out, err = run(*args)
         one_line_error(rc, out, err, what)
+    # --out in a folder that does not exist names the path asked for and why, not its lock file
+    missing_out = os.path.join(tmp, "no-such-folder", "r.h5")
+    rc, out, err = run("run", "--candidate", "cpu-indexer", "--cases", "2", "--out", missing_out)
+    one_line_error(rc, out, err, "--out in a missing folder")
+    check(f"{missing_out}: its folder does not exist" in err and ".lock" not in err,
+          f"--out in a missing folder: {err!r}")
 
     # Options are taken by their whole names: getopt_long alone took `--time 60` as --timeout
     # 60, and the run that looked time-bounded ran every case under another per-run limit.
