@@ -147,12 +147,27 @@ def main():
     ):
         rc, out, err = run(*args)
         one_line_error(rc, out, err, what)
-    # --out in a folder that does not exist names the path asked for and why, not its lock file
-    missing_out = os.path.join(tmp, "no-such-folder", "r.h5")
-    rc, out, err = run("run", "--candidate", "cpu-indexer", "--cases", "2", "--out", missing_out)
-    one_line_error(rc, out, err, "--out in a missing folder")
-    check(f"{missing_out}: its folder does not exist" in err and ".lock" not in err,
-          f"--out in a missing folder: {err!r}")
+    # Every output in a folder that does not exist is refused before any work, naming the path
+    # asked for (--out named its .lock file; --junit and --json failed after the last case).
+    gone = os.path.join(tmp, "no-such-folder")
+    for args, target in (
+            (["run", "--candidate", "cpu-indexer", "--cases", "2", "--out"], "r.h5"),
+            (["run", "--candidate", "cpu-indexer", "--cases", "2", "--junit"], "j.xml"),
+            (["run", "--candidate", "cpu-indexer", "--cases", "2", "--json"], "j.json"),
+            (["campaign", "--cases", "2", "--out", os.path.join(tmp, "never.h5"), "--junit"], "j.xml"),
+            (["check", GOLDEN, "--candidate", "cpu-indexer", "--json"], "j.json"),
+            (["report", camp, "--html"], "r.html"),
+            (["fixture", "make", os.path.join(gone, "f.h5"), "--kernel", "indexer", "--cases", "2"], None),
+            (["bench", "--candidate", "cpu-indexer", "--shapes", "b=1,len=64", "--iters", "2", "--out"], "b.h5"),
+            (["fuzz", "--candidate", "cpu-indexer", "--time", "1", "--out"], "x.h5")):
+        path = os.path.join(gone, target) if target else args[2]
+        full = args + [path] if target else args
+        rc, out, err = run(*full)
+        one_line_error(rc, out, err, f"{' '.join(full)} (a missing folder)")
+        check(f"{path}: its folder {gone} does not exist" in err and ".lock" not in err and
+              "cases in" not in out and "timed runs" not in out,
+              f"{' '.join(full)}: {out!r} {err!r}")
+    check(not os.path.exists(gone), "a refused output made its folder")
 
     # Options are taken by their whole names: getopt_long alone took `--time 60` as --timeout
     # 60, and the run that looked time-bounded ran every case under another per-run limit.

@@ -123,7 +123,7 @@ def main():
            ["--candidate", "cpu-topk", "--engine", "libfuzzer", "--max-len", "64",
             "--fuzzer", "/bin/true"],
            ["--candidate", "cpu-topk", "--max-topk", "9000"],
-           ["--candidate", "cpu-topk", "--findings", "/nonexistent"]]
+           ["--candidate", "cpu-topk", "--findings", os.path.join(tmp, "missing", "sub")]]
     for args in bad:
         rc, out, err = run("fuzz", *args, "--time", "1", "--out", os.path.join(tmp, "never.h5"))
         one_line_error(rc, out, err, f"fuzz {' '.join(args)}")

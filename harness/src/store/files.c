@@ -63,6 +63,30 @@ static int exists(const char *path, struct stat *sb)
     return lstat(path, sb) == 0;
 }
 
+/* A new file's folder must be there and writable before any work: a campaign of hours whose
+ * --junit named a missing folder ran every case, then could not write its report. */
+static attest_status folder_check(const char *path)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s: its folder %s %s", path, dir,
+                           errno == ENOENT ? "does not exist" : strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s: %s is not a folder", path, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return attest_fail(ATTEST_ERR_INVALID_ARGUMENT, "%s: its folder %s is not writable: %s",
+                           path, dir, strerror(errno));
+    return ATTEST_OK;
+}
+
 attest_status attest_output_check(const char *path, attest_output_kind kind, int force,
                                   const char *const *inputs, size_t num_inputs)
 {
@@ -101,7 +125,7 @@ attest_status attest_output_check(const char *path, attest_output_kind kind, int
                                    path, sib);
         }
     }
-    if (!present) return ATTEST_OK;
+    if (!present) return folder_check(path);
     if (kind == ATTEST_OUTPUT_JUNIT || kind == ATTEST_OUTPUT_JSON || kind == ATTEST_OUTPUT_HTML) {
         if (!is_attest_report(path, kind))
             return attest_fail(ATTEST_ERR_INVALID_ARGUMENT,
