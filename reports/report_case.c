@@ -72,43 +72,6 @@ void attest_rep_num(double v, char *buf, size_t cap)
     else snprintf(buf, cap, "%.3e", v);
 }
 
-void attest_report_coord_string(attest_kernel kernel, const char *output, const attest_coord *co,
-                                char *buf, size_t cap)
-{
-    static const char *const indexer_logits[] = {"row", "t"};
-    static const char *const mla_out[] = {"request", "query", "head", "dim"};
-    const char *const *names = NULL;
-    int want_rank = -1;
-    if (kernel == ATTEST_KERNEL_INDEXER && !strcmp(output, "logits")) {
-        names = indexer_logits;
-        want_rank = 2;
-    } else if (kernel == ATTEST_KERNEL_MLA_DECODE && !strcmp(output, "out_bf16")) {
-        names = mla_out;
-        want_rank = 4;
-    } else if (kernel == ATTEST_KERNEL_MLA_DECODE && !strcmp(output, "lse")) {
-        names = mla_out;
-        want_rank = 3;
-    }
-    if (co->rank < 1 || co->rank > 4) {
-        snprintf(buf, cap, "%s (no element)", output);
-        return;
-    }
-    size_t used = 0;
-    int n = snprintf(buf, cap, "%s[", output);
-    if (n < 0 || (size_t)n >= cap) return;
-    used = (size_t)n;
-    for (int i = 0; i < co->rank; i++) {
-        if (names && co->rank == want_rank)
-            n = snprintf(buf + used, cap - used, "%s%s %" PRId64, i ? ", " : "", names[i],
-                         co->index[i]);
-        else
-            n = snprintf(buf + used, cap - used, "%s%" PRId64, i ? ", " : "", co->index[i]);
-        if (n < 0 || (size_t)n >= cap - used) return;
-        used += (size_t)n;
-    }
-    snprintf(buf + used, cap - used, "]");
-}
-
 /* The kernel a record's parameter string names ("kernel=indexer,..."), or 0. */
 static attest_kernel kernel_of(const attest_case_record *rec)
 {
@@ -165,12 +128,12 @@ void attest_report_brief(FILE *f, const attest_case_record *rec)
         if (m->topk_checked && (m->failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_TOPK)))
             fprintf(f, ", top-k recall %.4f (row %d)", m->topk_recall, (int)m->topk_worst_row);
         if (m->worst.rank > 0 && !attest_rep_nonfinite_first(m)) {
-            attest_report_coord_string(kernel_of(rec), m->output, &m->worst, coord, sizeof coord);
+            attest_coord_string(kernel_of(rec), m->output, &m->worst, coord, sizeof coord);
             fprintf(f, ", worst at %s", coord);
         } else if (m->nonfinite_mismatches && m->first_nonfinite_mismatch.rank > 0) {
             /* No finite pair to rank, or none that fails: the first inf/nan mismatch is where
              * to look. */
-            attest_report_coord_string(kernel_of(rec), m->output, &m->first_nonfinite_mismatch,
+            attest_coord_string(kernel_of(rec), m->output, &m->first_nonfinite_mismatch,
                                        coord, sizeof coord);
             fprintf(f, ", first at %s", coord);
         }

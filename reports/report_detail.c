@@ -299,7 +299,7 @@ static void nonfinite_detail(FILE *f, const attest_case_record *rec, attest_kern
                              const attest_case_outputs *kept, int locate)
 {
     char coord[200];
-    attest_report_coord_string(kernel, m->output, &m->first_nonfinite_mismatch, coord,
+    attest_coord_string(kernel, m->output, &m->first_nonfinite_mismatch, coord,
                                sizeof coord);
     double r, v;
     if (kept_pair(rec, kept, c, m, &m->first_nonfinite_mismatch, &r, &v))
@@ -345,7 +345,7 @@ static void output_detail(FILE *f, const attest_case_record *rec, int k, const a
     if (nonfinite_first) nonfinite_detail(f, rec, kernel, m, c, kept, 1);
     if (m->worst.rank > 0) {
         char coord[200], d[32], rel[32];
-        attest_report_coord_string(kernel, m->output, &m->worst, coord, sizeof coord);
+        attest_coord_string(kernel, m->output, &m->worst, coord, sizeof coord);
         double diff = fabs(m->worst_cand - m->worst_ref);
         attest_rep_num(diff, d, sizeof d);
         attest_rep_num(m->worst_ref != 0 ? diff / fabs(m->worst_ref) : INFINITY, rel, sizeof rel);

@@ -443,17 +443,17 @@ static void coord_strings(void **state)
     (void)state;
     attest_coord co = {2, {4, 9, 0, 0}};
     char buf[128];
-    attest_report_coord_string(ATTEST_KERNEL_INDEXER, "logits", &co, buf, sizeof buf);
+    attest_coord_string(ATTEST_KERNEL_INDEXER, "logits", &co, buf, sizeof buf);
     assert_string_equal(buf, "logits[row 4, t 9]");
-    attest_report_coord_string(ATTEST_KERNEL_MLA_DECODE, "other", &co, buf, sizeof buf);
+    attest_coord_string(ATTEST_KERNEL_MLA_DECODE, "other", &co, buf, sizeof buf);
     assert_string_equal(buf, "other[4, 9]");
-    attest_report_coord_string(ATTEST_KERNEL_MLA_DECODE, "out_bf16", &co, buf, sizeof buf);
+    attest_coord_string(ATTEST_KERNEL_MLA_DECODE, "out_bf16", &co, buf, sizeof buf);
     assert_string_equal(buf, "out_bf16[4, 9]"); /* wrong rank: no names */
     co.rank = -1;
-    attest_report_coord_string(ATTEST_KERNEL_MLA_DECODE, "lse", &co, buf, sizeof buf);
+    attest_coord_string(ATTEST_KERNEL_MLA_DECODE, "lse", &co, buf, sizeof buf);
     assert_string_equal(buf, "lse (no element)");
     co.rank = 4;
-    attest_report_coord_string(ATTEST_KERNEL_MLA_DECODE, "out_bf16", &co, buf, 12);
+    attest_coord_string(ATTEST_KERNEL_MLA_DECODE, "out_bf16", &co, buf, 12);
     assert_int_equal(strlen(buf), 11);
 }
 

@@ -285,6 +285,9 @@ static void test_masking_convention(void **state)
     rec = judge_once(&c_garbage, 1, 0.5f);
     expect(&rec, ATTEST_VERDICT_MISMATCH, "nonfinite");
     assert_true(rec.failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE));
+    /* The record's message (results files, --json) names the element as the reports do. */
+    assert_non_null(strstr(rec.message, "nonfinite mismatches (first at logits[row "));
+    assert_non_null(strstr(rec.message, ", t "));
 }
 
 /* A candidate that leaves the logits past each row's length unwritten passes under

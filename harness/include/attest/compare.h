@@ -81,6 +81,13 @@ typedef struct attest_coord {
     int64_t index[4];
 } attest_coord;
 
+/* Writes an element's coordinates in the kernel's terms into buf: "logits[row 0, t 297]",
+ * "out_bf16[request 1, query 0, head 3, dim 77]", "lse[request 1, query 0, head 3]"; any other
+ * output as "name[i, j, ...]", and "name (no element)" for rank 0. The one naming of output
+ * dimensions: the judge's record message and every report use it. */
+void attest_coord_string(attest_kernel kernel, const char *output, const attest_coord *co,
+                         char *buf, size_t cap);
+
 typedef struct attest_tensor_metrics {
     char output[32];            /* tensor name, e.g. "logits", "out_bf16", "lse" */
     uint64_t count;             /* elements compared (masked-out "unspecified" ones excluded) */

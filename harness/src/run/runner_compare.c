@@ -16,18 +16,11 @@ void runner_scratch_free(runner_scratch *s)
     s->judge = NULL;
 }
 
-static void coord_string(const attest_coord *c, char *buf, size_t cap)
+/* "logits: element failed, 3 of 600 elements over tolerance, worst at logits[row 0, t 5] ref 3
+ * cand 3.5 (...)", coordinates named as the reports name them. */
+static void summarize(attest_kernel kernel, const attest_tensor_metrics *m, char *buf, size_t cap)
 {
-    size_t n = (size_t)snprintf(buf, cap, "[");
-    for (int32_t i = 0; i < c->rank && i < 4 && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, i ? ",%lld" : "%lld", (long long)c->index[i]);
-    if (n < cap) snprintf(buf + n, cap - n, "]");
-}
-
-/* "logits: element+unwritten (worst [0,5] ref 3 cand nan; 2 unwritten)". */
-static void summarize(const attest_tensor_metrics *m, char *buf, size_t cap)
-{
-    char gates[96], at[64];
+    char gates[96], at[96];
     attest_gate_mask_string(m->failed_gates, gates, sizeof gates);
     int n = snprintf(buf, cap, "%s: %s failed", m->output, gates);
     if (n < 0 || (size_t)n >= cap) return;
@@ -36,13 +29,13 @@ static void summarize(const attest_tensor_metrics *m, char *buf, size_t cap)
                       (unsigned long long)m->unwritten);
     if ((size_t)n >= cap) return;
     if (m->failed_gates & ATTEST_GATE_BIT(ATTEST_GATE_NONFINITE)) {
-        coord_string(&m->first_nonfinite_mismatch, at, sizeof at);
+        attest_coord_string(kernel, m->output, &m->first_nonfinite_mismatch, at, sizeof at);
         n += snprintf(buf + n, cap - (size_t)n, ", %llu nonfinite mismatches (first at %s)",
                       (unsigned long long)m->nonfinite_mismatches, at);
     }
     if ((size_t)n >= cap) return;
     if (m->element_failures > 0) {
-        coord_string(&m->worst, at, sizeof at);
+        attest_coord_string(kernel, m->output, &m->worst, at, sizeof at);
         n += snprintf(buf + n, cap - (size_t)n,
                       ", %llu of %llu elements over tolerance, worst at %s ref %.9g cand %.9g "
                       "(error %.3g = %.3g x its tolerance %.3g)",
@@ -78,7 +71,7 @@ attest_status runner_compare_outputs(const attest_case *c, const attest_policy *
         if (m->vacuous) rec->vacuous = 1;
         if (m->failed_gates && used + 2 < cap) {
             if (used) used += (size_t)snprintf(msg + used, cap - used, "; ");
-            if (used < cap) summarize(m, msg + used, cap - used);
+            if (used < cap) summarize(c->kernel, m, msg + used, cap - used);
             used = strlen(msg);
         }
         k++;

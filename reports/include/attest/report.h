@@ -140,11 +140,6 @@ void attest_report_case_detail_outputs(FILE *f, const attest_case_record *rec,
 void attest_report_mla_locate(FILE *f, const attest_case *c, const attest_coord *co,
                               const void *cand_out, size_t cand_bytes);
 
-/* Writes "out_bf16[request 1, query 0, head 3, dim 77]"-style coordinates of an element of an
- * output of `kernel` into buf (generic "name[i, j, ...]" for unknown outputs). */
-void attest_report_coord_string(attest_kernel kernel, const char *output, const attest_coord *co,
-                                char *buf, size_t cap);
-
 /* The deciding output's metrics and where its failing element is, in one phrase (no newline):
  * "out_bf16: max_rel 1.2e-02, cos_diff 3e-06, 12/4096 elements off, worst at out_bf16[request
  * 1, query 0, head 3, dim 77]; lse fails too (nonfinite)"; the record's message for verdicts
