@@ -141,6 +141,35 @@ static int parse(int argc, char **argv, run_args *a)
     return -1;
 }
 
+/* What a run asks of each recorded failure: --save-failures writes its case file, and a run of
+ * one case (--case-seed, the replay command run prints) prints the case in full, as attest
+ * replay does: every gate against its bound and where the failing element lives. */
+typedef struct run_hooks {
+    attest_cli_saver *saver; /* NULL: no --save-failures */
+    const attest_policy *policy;
+    int detail;
+} run_hooks;
+
+static attest_status run_failure_hook(void *ctx, const attest_job *job, const attest_case *c,
+                                      const attest_case_record *rec,
+                                      const attest_case_outputs *kept)
+{
+    const run_hooks *h = ctx;
+    if (h->saver) ATTEST_FORWARD(attest_cli_saver_hook(h->saver, job, c, rec, kept));
+    if (!h->detail || !attest_verdict_is_failure(rec->verdict)) return ATTEST_OK;
+    attest_tolerance tol[ATTEST_RECORD_MAX_OUTPUTS];
+    int have_tol = 1;
+    for (int32_t k = 0; k < rec->num_outputs && k < ATTEST_RECORD_MAX_OUTPUTS; k++)
+        if (attest_policy_lookup(h->policy, c->kernel, rec->outputs[k].output, &tol[k]) != ATTEST_OK)
+            have_tol = 0;
+    attest_clear_error();
+    printf("\n");
+    attest_report_case_detail_outputs(stdout, rec, c, have_tol ? tol : NULL, kept);
+    printf("\n");
+    fflush(stdout);
+    return ATTEST_OK;
+}
+
 int attest_cmd_run(int argc, char **argv)
 {
     if (attest_wants_pipeline(argc, argv)) return attest_cmd_run_pipeline(argc, argv);
@@ -195,18 +224,23 @@ int attest_cmd_run(int argc, char **argv)
     }
     attest_cli_saver saver;
     memset(&saver, 0, sizeof saver);
-    if (a.r.save_dir) {
-        /* The saved files record the policy's hash and text: the engine's default is taken
-         * here so they name the one that judged. */
+    run_hooks hooks = {NULL, NULL, a.r.use_case_seed};
+    if (a.r.save_dir || hooks.detail) {
+        /* The saved files record the policy's hash and text, and the detail its bounds: the
+         * engine's default is taken here so both name the one that judged. */
         if (!policy && attest_policy_default(&policy) != ATTEST_OK)
             return attest_cli_usage_error("run", "%s", attest_last_error());
         opt.runner.policy = policy;
+        hooks.policy = policy;
+        opt.on_failure = run_failure_hook;
+        opt.on_failure_ctx = &hooks;
+    }
+    if (a.r.save_dir) {
         if ((rc = attest_cli_saver_init(&saver, "run", a.r.save_dir, policy)) >= 0) {
             attest_policy_free(policy);
             return rc;
         }
-        opt.on_failure = attest_cli_saver_hook;
-        opt.on_failure_ctx = &saver;
+        hooks.saver = &saver;
         opt.on_failure_passing = a.save_passing;
         saver.passing = a.save_passing;
     }

@@ -204,6 +204,20 @@ static void mla_indices(FILE *f, const attest_case *c, const char *indices, cons
         for (int32_t k = 0; k < topk; k++)
             fprintf(f, "%s%d", k == limit ? (k ? " | " : "| ") : (k ? ", " : ""), (int)idx[k]);
         fputc(']', f);
+    } else if (has_lengths && ok && limit < topk) {
+        /* A longer row: the tokens past the length are what a kernel that ignores it reads. */
+        int32_t past = 0;
+        for (int32_t k = limit; k < topk; k++) past += idx[k] != -1;
+        if (past > 0) {
+            fprintf(f, "; past %s, %d slot%s name a token (", lengths, (int)past,
+                    past == 1 ? "" : "s");
+            int32_t shown = 0;
+            for (int32_t k = limit; k < topk && shown < 4; k++)
+                if (idx[k] != -1)
+                    fprintf(f, "%sslot %d -> %d", shown++ ? ", " : "", (int)k, (int)idx[k]);
+            fprintf(f, "%s): a kernel that ignores %s reads %s", past > shown ? ", ..." : "",
+                    lengths, past == 1 ? "it" : "them");
+        }
     }
     fputc('\n', f);
 }

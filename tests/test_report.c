@@ -407,6 +407,51 @@ static void detail_mla(void **state)
     cap_close(&c);
 }
 
+/* A row too long to list whole still names the tokens past topk_length, which a kernel that
+ * ignores the length reads (the minimized finding of a lonely query showed "0 of 64 slots
+ * valid" and nothing of slot 46, the one the kernel read). */
+static void detail_mla_past_length(void **state)
+{
+    (void)state;
+    attest_case cs;
+    memset(&cs, 0, sizeof cs);
+    cs.kernel = ATTEST_KERNEL_MLA_DECODE;
+    attest_mla_params *p = &cs.params.mla;
+    p->layout = ATTEST_LAYOUT_MLA_V4;
+    p->page_size = 64;
+    p->num_pages = 1;
+    p->b = 1;
+    p->s_q = 1;
+    p->h_q = 1;
+    p->d_qk = 512;
+    p->d_v = 512;
+    p->topk = 40;
+    p->sm_scale = 0.04f;
+    p->has_topk_length = 1;
+    assert_ok(attest_case_define_tensors(&cs, 0));
+    assert_ok(attest_case_alloc_heap(&cs));
+    int32_t *idx = attest_case_tensor(&cs, "indices")->data;
+    for (int k = 0; k < 40; k++) idx[k] = -1;
+    idx[2] = 9;                                  /* valid, inside the length */
+    idx[5] = 13, idx[7] = 30, idx[8] = 31, idx[20] = 2, idx[39] = 63; /* past it */
+    ((int32_t *)attest_case_tensor(&cs, "topk_length")->data)[0] = 5;
+    attest_case_record r = make_rec(3, ATTEST_VERDICT_MISMATCH, ELEM, 0.25);
+    r.outputs[0].worst.index[0] = 0;
+    r.outputs[0].worst.index[2] = 0;
+    capture c;
+    attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
+    assert_contains(cap_text(&c), "indices[0, 0]: 1 of 40 slots valid (topk_length = 5); past "
+                                  "topk_length, 5 slots name a token (slot 5 -> 13, slot 7 -> 30, "
+                                  "slot 8 -> 31, slot 20 -> 2, ...): a kernel that ignores "
+                                  "topk_length reads them\n");
+    cap_close(&c);
+    ((int32_t *)attest_case_tensor(&cs, "topk_length")->data)[0] = 40; /* nothing past it */
+    attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
+    assert_contains(cap_text(&c), "indices[0, 0]: 6 of 40 slots valid (topk_length = 40)\n");
+    cap_close(&c);
+    attest_case_free(&cs);
+}
+
 /* A vacuous output says what could not show a difference: with inf/nan positions in the
  * reference (a masked row) the nonfinite gate still checked those, and the line says so; it
  * said "this output could not show a difference" of an all-masked row whose candidate wrote
@@ -609,6 +654,7 @@ int main(void)
         cmocka_unit_test(grouped_failures),
         cmocka_unit_test(detail_indexer),
         cmocka_unit_test(detail_mla),
+        cmocka_unit_test(detail_mla_past_length),
         cmocka_unit_test(detail_vacuous),
         cmocka_unit_test(coord_strings),
         cmocka_unit_test(failure_line),

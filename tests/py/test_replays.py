@@ -114,6 +114,18 @@ def main():
         m = re.search(r"^#0 (\S+) \[([^\]]*)\].*\n    seed (0x[0-9a-f]+)  (\S+)", rout, re.M)
         check(m is not None and m.groups() == (verdict, gates, seed, params),
               f"'{cmd}' drew {m and m.groups()}, the run had {(verdict, gates, seed, params)}")
+        # a replay of one failing case prints it in full, as attest replay does: the gate
+        # table of each output and where the failing element lives
+        check(re.search(r"^case #0 " + re.escape(verdict), rout, re.M) and
+              "  output out_bf16: " in rout and re.search(r"^    gate +value +bound", rout, re.M)
+              and re.search(r"^    (worst element|first inf/nan mismatch at) out_bf16\[request",
+                            rout, re.M),
+              f"'{cmd}' printed no case detail:\n{rout[:1500]}")
+    # a passing case-seed run prints no detail
+    rc, rout, rerr = run("run", "--kernel", "mla-decode", "--candidate", "cpu-mla-decode",
+                         "--case-seed", failures[0][2] if failures else "0x1")
+    check(rc == 0 and "gate       value" not in rout and "case #0" not in rout,
+          f"a passing --case-seed run: exit {rc}\n{rout[:600]}")
 
     # 3. A plugin replayed from another directory by the bare name the summary prints.
     if PLUGIN and os.path.exists(PLUGIN):
