@@ -26,6 +26,7 @@ typedef struct scope_view {
     int64_t num_tokens;
     const int32_t *indices;
     int32_t topk, limit;
+    int has_length; /* a topk_length tensor cuts the row at limit */
 } scope_view;
 
 typedef struct token {
@@ -70,6 +71,7 @@ static int load_scope(const attest_case *c, int extra, int64_t request, int64_t 
         const int32_t *tl = tensor_data(c, extra ? "extra_topk_length" : "topk_length",
                                         ATTEST_DTYPE_I32, (size_t)p->b);
         if (!tl) return -1;
+        s->has_length = 1;
         if (tl[request] < s->limit) s->limit = tl[request] < 0 ? 0 : tl[request];
     }
     return 0;
@@ -158,6 +160,66 @@ static void list_pages(FILE *f, const token *t, int32_t n, const scope_view *sc,
     fprintf(f, "%s\n", shown == 16 ? "; ..." : "");
 }
 
+/* Non-finite values among a token's dequantized K (kd of them, decoded into kk). */
+static int32_t nonfinite_values(const scope_view *s, int32_t index, double *kk)
+{
+    uint32_t slot;
+    const uint8_t *page = attest_pool_token_page(&s->layout, s->pool, (uint64_t)index, &slot);
+    attest_layout_decode_token(&s->layout, page, slot, kk);
+    int32_t bad = 0;
+    for (uint32_t d = 0; d < s->layout.k_dim; d++) bad += !isfinite(kk[d]);
+    return bad;
+}
+
+/* A candidate row that is not finite where the reference is: the tokens a kernel should not
+ * read but a common bug does, when their bytes decode to inf or NaN (the generator points slots
+ * past topk_length at unwritten, NaN-filled slots for this). A slot past the length naming such
+ * a token is what a kernel ignoring the length reads; a -1 slot read as token 0 (weighted by 0,
+ * and 0 * NaN is NaN) is the other. */
+static void nonfinite_suspects(FILE *f, const scope_view *sc, int nscopes, int64_t request,
+                               int64_t query, double *kk)
+{
+    int shown = 0;
+    for (int i = 0; i < nscopes; i++) {
+        const scope_view *s = &sc[i];
+        const char *length = i ? "extra_topk_length" : "topk_length";
+        int32_t named = 0;
+        for (int32_t k = s->limit; k < s->topk; k++) {
+            const int32_t idx = s->indices[k];
+            if (idx < 0 || idx >= s->num_tokens) continue;
+            const int32_t bad = nonfinite_values(s, idx, kk);
+            if (bad == 0) continue;
+            if (named++ < 3) {
+                fprintf(f, "      past %s (%d): %s[%" PRId64 ", %" PRId64 ", %d] = token %d, "
+                           "whose K holds %d inf/nan of %u values: a kernel that reads past %s "
+                           "takes it\n",
+                        length, (int)s->limit, s->indices_name, request, query, (int)k, (int)idx,
+                        (int)bad, s->layout.k_dim, length);
+                print_bytes(f, s, idx, -1);
+                shown++;
+            }
+        }
+        if (named > 3)
+            fprintf(f, "      (%d more slots past %s name such tokens)\n", (int)(named - 3), length);
+        int32_t holes = 0;
+        for (int32_t k = 0; k < s->limit; k++) holes += s->indices[k] == -1;
+        if (holes > 0 && s->num_tokens > 0) {
+            const int32_t bad = nonfinite_values(s, 0, kk);
+            if (bad > 0) {
+                fprintf(f, "      %s[%" PRId64 ", %" PRId64 "] has %d -1 slot%s%s%s, and token 0 "
+                           "holds %d inf/nan of %u values: a kernel that reads token 0 for -1 "
+                           "and weights it by 0 takes NaN (0 * NaN)\n",
+                        s->indices_name, request, query, (int)holes, holes == 1 ? "" : "s",
+                        s->has_length ? " within " : "", s->has_length ? length : "", (int)bad,
+                        s->layout.k_dim);
+                shown++;
+            }
+        }
+    }
+    if (!shown)
+        fprintf(f, "      no token the query names outside its selection decodes to inf or nan\n");
+}
+
 void attest_report_mla_locate(FILE *f, const attest_case *c, const attest_coord *co,
                               const void *cand_out, size_t cand_bytes)
 {
@@ -187,8 +249,9 @@ void attest_report_mla_locate(FILE *f, const attest_case *c, const attest_coord 
     double *keys = malloc((size_t)(cap ? cap : 1) * (size_t)kd * sizeof *keys);
     double *q = malloc((size_t)kd * sizeof *q), *row = malloc((size_t)dv * sizeof *row);
     double *cand = malloc((size_t)dv * sizeof *cand);
+    double *scratch = malloc((size_t)kd * sizeof *scratch); /* a token's K, for the suspects */
     unsigned char *skip = calloc((size_t)(cap ? cap : 1), 1);
-    if (!t || !keys || !q || !row || !cand || !skip) goto out;
+    if (!t || !keys || !q || !row || !cand || !scratch || !skip) goto out;
     for (int32_t d = 0; d < kd; d++) q[d] = (double)attest_bf16_decode(qb[d]);
 
     int32_t n = 0;
@@ -209,8 +272,17 @@ void attest_report_mla_locate(FILE *f, const attest_case *c, const attest_coord 
             n++;
         }
     }
+    /* The candidate's row, when kept: a non-finite row asks what it read instead. */
+    const size_t need = (qi + 1) * (size_t)dv * 2;
+    int finite = cand_out && cand_bytes >= need;
+    const int kept_row = finite;
+    for (int32_t d = 0; d < dv && finite; d++) {
+        cand[d] = (double)attest_bf16_decode(((const uint16_t *)cand_out)[qi * (size_t)dv + d]);
+        if (!isfinite(cand[d])) finite = 0;
+    }
     if (n == 0) {
         fprintf(f, "    localization: the query selects no valid token (a lonely query)\n");
+        if (kept_row && !finite) nonfinite_suspects(f, sc, nscopes, request, query, scratch);
         goto out;
     }
     const float *sink = p->has_sink ? tensor_data(c, "attn_sink", ATTEST_DTYPE_F32,
@@ -240,15 +312,10 @@ void attest_report_mla_locate(FILE *f, const attest_case *c, const attest_coord 
     }
 
     /* Leave one out, over the whole head row, when the candidate row is finite. */
-    const size_t need = (qi + 1) * (size_t)dv * 2;
-    int finite = cand_out && cand_bytes >= need;
-    for (int32_t d = 0; d < dv && finite; d++) {
-        cand[d] = (double)attest_bf16_decode(((const uint16_t *)cand_out)[qi * (size_t)dv + d]);
-        if (!isfinite(cand[d])) finite = 0;
-    }
     if (!finite) {
         fprintf(f, "      (the candidate's row is not finite or was not kept: no leave-one-out)\n");
         list_pages(f, t, n, sc, z);
+        if (kept_row) nonfinite_suspects(f, sc, nscopes, request, query, scratch);
         goto out;
     }
     const double base = distance(t, n, NULL, sink_e, cand, dv, row);
@@ -306,5 +373,6 @@ out:
     free(q);
     free(row);
     free(cand);
+    free(scratch);
     free(skip);
 }

@@ -222,12 +222,63 @@ static void test_nonfinite_candidate(void **state)
     attest_case_free(&fx.c);
 }
 
+/* A non-finite candidate row where the reference is finite: the localization names the token
+ * a common bug reads instead, when its bytes decode to NaN: here token 0, which a kernel that
+ * reads token 0 for a -1 slot (and weights it by 0) takes. Nothing such: it says so. */
+static void test_nonfinite_suspects(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_case(&fx);
+    const attest_mla_params *p = &fx.c.params.mla;
+    uint16_t *cand = calloc(fx.out_count, sizeof *cand);
+    cand[3] = 0x7FC0; /* NaN */
+    char *text = locate(&fx, cand);
+    assert_contains(text, "no token the query names outside its selection decodes to inf or nan");
+    free(text);
+    /* token 0 out of the selection, one -1 slot, and a NaN fp8 byte in token 0 (an unselected
+     * slot may hold NaN bytes already: the generator poisons them) */
+    int holes = 0;
+    fx.row[p->topk - 1] = -1;
+    for (int32_t k = 0; k < p->topk; k++) {
+        if (fx.row[k] == 0) fx.row[k] = -1;
+        holes += fx.row[k] == -1;
+    }
+    attest_layout L;
+    assert_ok(attest_layout_make(p->layout, (uint32_t)p->page_size, (uint64_t)p->page_stride, &L));
+    attest_token_offsets off;
+    assert_ok(attest_layout_token_offsets(&L, 0, &off));
+    uint8_t *pool = attest_case_tensor(&fx.c, "cache_bytes")->data;
+    pool[off.fp8 + 5] = 0x7F; /* e4m3 NaN */
+    double *k0 = malloc(L.k_dim * sizeof *k0);
+    attest_layout_decode_token(&L, pool, 0, k0);
+    int bad = 0;
+    for (uint32_t d = 0; d < L.k_dim; d++) bad += !isfinite(k0[d]);
+    free(k0);
+    assert_true(bad >= 1);
+    text = locate(&fx, cand);
+    char want[200];
+    snprintf(want, sizeof want, "indices[0, 0] has %d -1 slot%s, and token 0 holds %d inf/nan of %u "
+             "values: a kernel that reads token 0 for -1", holes, holes == 1 ? "" : "s", bad, L.k_dim);
+    assert_contains(text, want);
+    assert_null(strstr(text, "no token the query names"));
+    free(text);
+    /* a finite candidate row asks nothing of the sort */
+    cand[3] = 0;
+    text = locate(&fx, cand);
+    assert_null(strstr(text, "token 0 holds"));
+    free(text);
+    free(cand);
+    attest_case_free(&fx.c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dropped_token_is_named),
         cmocka_unit_test(test_dropped_page_is_named),
         cmocka_unit_test(test_nonfinite_candidate),
+        cmocka_unit_test(test_nonfinite_suspects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
