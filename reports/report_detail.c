@@ -118,6 +118,137 @@ static void block_table_row(FILE *f, const attest_case *c, int64_t request, int3
             need == 1 ? "" : "s", need == 1 ? "s" : "", (int)len);
 }
 
+/* The logit of row `row` over the fp8 row at `krow` (128 bytes) times `scale`, in double as the
+ * kernel order computes it: scale * sum_h w_h * max(0, q_h . k). */
+static double indexer_logit_of(const attest_indexer_params *p, const uint8_t *q, const float *w,
+                               const uint8_t *krow, double scale)
+{
+    double acc = 0.0;
+    for (int32_t h = 0; h < p->heads; h++) {
+        double dot = 0.0;
+        const uint8_t *qh = q + (size_t)h * (size_t)p->head_dim;
+        for (int32_t d = 0; d < p->head_dim; d++)
+            dot += (double)attest_fp8_values[qh[d]] * (double)attest_fp8_values[krow[d]];
+        acc += (double)w[h] * (dot > 0.0 ? dot : 0.0);
+    }
+    return scale * acc;
+}
+
+/* Whether a hypothesis's logit is the candidate's: within the element's own tolerance plus a
+ * float32 kernel's rounding of a value that size (a misread scale or row moves a logit by far
+ * more). */
+static int indexer_matches(double hyp, double cand, double tol)
+{
+    return isfinite(hyp) && fabs(hyp - cand) <= tol + 1e-5 * fabs(hyp);
+}
+
+/* The worst element of a failing indexer output against the classic misreads: the scale of
+ * another slot of the same block (an off-by-one scale index), the fp8 row of another slot (a
+ * wrong row stride), or the position's slot in another physical block (a wrong block-table
+ * entry). The first one whose logit is the candidate's is named with its bytes. */
+static void indexer_explain(FILE *f, const attest_case *c, const attest_tensor_metrics *m,
+                            const attest_coord *co)
+{
+    const attest_indexer_params *p = &c->params.indexer;
+    if (co->rank != 2 || p->next_n < 1 || !isfinite(m->worst_cand) || !isfinite(m->worst_ref))
+        return;
+    const int64_t row = co->index[0], t = co->index[1], request = row / p->next_n;
+    const int64_t j = t / ATTEST_INDEXER_BLOCK, in_block = t % ATTEST_INDEXER_BLOCK;
+    int ok = 0;
+    if (j >= p->blocks_per_req) return;
+    const int32_t phys = i32_at(c, "block_table", (size_t)(request * p->blocks_per_req + j), &ok);
+    const attest_tensor *cache = attest_case_tensor_const(c, "cache_bytes");
+    const attest_tensor *qt = attest_case_tensor_const(c, "q_fp8");
+    const attest_tensor *wt = attest_case_tensor_const(c, "weights");
+    attest_layout L;
+    if (!ok || phys < 0 || phys >= p->num_blocks || !cache || !cache->data || !qt || !qt->data ||
+        !wt || !wt->data || p->head_dim != 128 ||
+        attest_layout_make(ATTEST_LAYOUT_C4_INDEXER, ATTEST_INDEXER_BLOCK, 0, &L) != ATTEST_OK ||
+        cache->nbytes < (size_t)p->num_blocks * L.page_stride ||
+        attest_tensor_count(qt) < (size_t)(row + 1) * (size_t)p->heads * (size_t)p->head_dim ||
+        attest_tensor_count(wt) < (size_t)(row + 1) * (size_t)p->heads) {
+        attest_clear_error();
+        return;
+    }
+    const uint8_t *q = (const uint8_t *)qt->data + (size_t)row * (size_t)p->heads * (size_t)p->head_dim;
+    const float *w = (const float *)wt->data + (size_t)row * (size_t)p->heads;
+    const uint8_t *pool = cache->data;
+    const double cand = m->worst_cand, tol = m->worst_tol;
+    /* slot s of physical block b: its fp8 row and its scale */
+#define ROW_OF(b, s) (pool + (size_t)(b) * L.page_stride + off_of[s].fp8)
+#define SCALE_OF(b, s) \
+    ((double)attest_layout_token_scale(&L, pool + (size_t)(b) * L.page_stride, (uint32_t)(s), 0))
+    attest_token_offsets off_of[ATTEST_INDEXER_BLOCK];
+    for (uint32_t s = 0; s < ATTEST_INDEXER_BLOCK; s++)
+        if (attest_layout_token_offsets(&L, s, &off_of[s]) != ATTEST_OK) {
+            attest_clear_error();
+            return;
+        }
+    const uint64_t base = (uint64_t)phys * L.page_stride;
+    /* Nearest slots first: an off-by-one is the likeliest misread. */
+    for (int64_t dist = 1; dist < ATTEST_INDEXER_BLOCK; dist++)
+        for (int sign = 1; sign >= -1; sign -= 2) {
+            const int64_t s = in_block + sign * dist;
+            if (s < 0 || s >= ATTEST_INDEXER_BLOCK) continue;
+            if (!indexer_matches(indexer_logit_of(p, q, w, ROW_OF(phys, in_block), SCALE_OF(phys, s)),
+                                 cand, tol))
+                continue;
+            fprintf(f, "    localization: the candidate's logit is this position's fp8 row times "
+                       "the scale of slot %" PRId64 " (byte %" PRIu64 " = %.9g) instead of slot %"
+                       PRId64 "'s (byte %" PRIu64 "): a scale read off by %+" PRId64 "\n",
+                    s, base + off_of[s].scale[0], SCALE_OF(phys, s), in_block,
+                    base + off_of[in_block].scale[0], s - in_block);
+            return;
+        }
+    for (int64_t dist = 1; dist < ATTEST_INDEXER_BLOCK; dist++)
+        for (int sign = 1; sign >= -1; sign -= 2) {
+            const int64_t s = in_block + sign * dist;
+            if (s < 0 || s >= ATTEST_INDEXER_BLOCK) continue;
+            if (!indexer_matches(indexer_logit_of(p, q, w, ROW_OF(phys, s), SCALE_OF(phys, in_block)),
+                                 cand, tol))
+                continue;
+            fprintf(f, "    localization: the candidate's logit is the fp8 row of slot %" PRId64
+                       " (bytes [%" PRIu64 ", %" PRIu64 ")) times this position's scale: a row read "
+                       "off by %+" PRId64 " (a row stride or index bug)\n",
+                    s, base + off_of[s].fp8, base + off_of[s].fp8 + L.fp8_dim, s - in_block);
+            return;
+        }
+    /* Other blocks: those the block table names (a wrong entry reads one of them; a sparse pool
+     * spans millions of blocks, most never placed). */
+    const size_t entries = (size_t)p->b * (size_t)p->blocks_per_req;
+    for (size_t e = 0; e < entries; e++) {
+        const int32_t b = i32_at(c, "block_table", e, &ok);
+        if (!ok || b < 0 || b >= p->num_blocks || b == phys) continue;
+        if (!indexer_matches(indexer_logit_of(p, q, w, ROW_OF(b, in_block), SCALE_OF(b, in_block)),
+                             cand, tol))
+            continue;
+        fprintf(f, "    localization: the candidate's logit is slot %" PRId64 " of physical block %d "
+                   "(bytes from %" PRIu64 "), not of block %d = block_table[%" PRId64 "][%" PRId64
+                   "]: a wrong block\n",
+                in_block, (int)b, (uint64_t)b * L.page_stride, (int)phys, request, j);
+        return;
+    }
+    {
+        /* The V3.2-style view of a block as 64 records of 132 bytes (fp8 row, then its float32
+         * scale), where the c4-indexer layout holds 64 rows, then 64 scales. */
+        const uint64_t rec = (uint64_t)in_block * (L.fp8_dim + 4u);
+        float sc;
+        memcpy(&sc, pool + base + rec + L.fp8_dim, sizeof sc);
+        if (rec + L.fp8_dim + 4u <= L.page_stride &&
+            indexer_matches(indexer_logit_of(p, q, w, pool + base + rec, (double)sc), cand, tol)) {
+            fprintf(f, "    localization: the candidate's logit is the block read as 64 records of "
+                       "%u bytes (row at byte %" PRIu64 ", scale at byte %" PRIu64 "), not as "
+                       "the layout's 64 rows then 64 scales: a wrong view of the block\n",
+                    L.fp8_dim + 4u, base + rec, base + rec + L.fp8_dim);
+            return;
+        }
+    }
+#undef ROW_OF
+#undef SCALE_OF
+    fprintf(f, "    localization: no other slot's scale or row of the block, and no other block's "
+               "slot, gives the candidate's logit\n");
+}
+
 /* Where an indexer logit's inputs live: the row's request and MTP slot, its valid length, and
  * the position's block and bytes in the cache (docs/kernels.md sections 4 and 5). */
 static void indexer_element(FILE *f, const attest_case *c, const attest_coord *co)
@@ -372,6 +503,9 @@ static void output_detail(FILE *f, const attest_case_record *rec, int k, const a
                 nonfinite_first ? "; the gates of finite pairs pass" : "", m->worst_ref,
                 m->worst_cand, d, rel, tol_s, ratio_s);
         element(f, kernel, m, &m->worst, c);
+        if (c && kernel == ATTEST_KERNEL_INDEXER && !strcmp(m->output, "logits") &&
+            m->worst_ratio > 1.0 && !nonfinite_first)
+            indexer_explain(f, c, m, &m->worst);
         if (c && kernel == ATTEST_KERNEL_MLA_DECODE && m->failed_gates && !nonfinite_first) {
             size_t bytes;
             const void *out = kept_out(rec, kept, &bytes);

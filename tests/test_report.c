@@ -320,6 +320,102 @@ static void detail_indexer(void **state)
     attest_case_free(&cs);
 }
 
+/* The worst indexer logit checked against the classic misreads, with bytes computed here from
+ * the c4-indexer layout (docs/kernels.md: block b at b * 8448, slot s's fp8 row at + 128 s, its
+ * float32 scale at + 8192 + 4 s). Row 5 = request 2, slot 1; t = 77 is slot 13 of block 9. q and
+ * k are fp8 1.0 (0x38) in every dim, so the logit is 128 * scale. */
+static void detail_indexer_explain(void **state)
+{
+    (void)state;
+    attest_case cs;
+    memset(&cs, 0, sizeof cs);
+    cs.kernel = ATTEST_KERNEL_INDEXER;
+    attest_indexer_params *p = &cs.params.indexer;
+    p->b = 3;
+    p->next_n = 2;
+    p->heads = 1;
+    p->head_dim = 128;
+    p->num_blocks = 12;
+    p->blocks_per_req = 3;
+    p->max_len = 192;
+    p->masking = ATTEST_MASK_NEG_INF;
+    assert_ok(attest_case_define_tensors(&cs, 0));
+    assert_ok(attest_case_alloc_heap(&cs));
+    uint8_t *pool = attest_case_tensor(&cs, "cache_bytes")->data;
+    memset(pool, 0, attest_case_tensor(&cs, "cache_bytes")->nbytes);
+    ((int32_t *)attest_case_tensor(&cs, "block_table")->data)[2 * 3 + 1] = 9;
+    ((int32_t *)attest_case_tensor(&cs, "context_lens")->data)[2] = 150;
+    memset((uint8_t *)attest_case_tensor(&cs, "q_fp8")->data + 5 * 128, 0x38, 128);
+    ((float *)attest_case_tensor(&cs, "weights")->data)[5] = 1.0f;
+    const size_t blk = 9 * 8448;
+    memset(pool + blk + 13 * 128, 0x38, 128); /* slot 13's row: 1.0s */
+    memset(pool + blk + 20 * 128, 0x40, 128); /* slot 20's row: 2.0s */
+    const float s13 = 0.0078125f, s14 = 0.5f;
+    memcpy(pool + blk + 8192 + 4 * 13, &s13, 4);
+    memcpy(pool + blk + 8192 + 4 * 14, &s14, 4);
+
+    attest_case_record r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.params, sizeof r.params, "kernel=indexer,b=3,next_n=2");
+    r.verdict = ATTEST_VERDICT_MISMATCH;
+    r.failed_gates = ELEM;
+    r.num_outputs = 1;
+    attest_tensor_metrics *m = &r.outputs[0];
+    snprintf(m->output, sizeof m->output, "logits");
+    m->finite_pairs = 1;
+    m->element_failures = 1;
+    m->failed_gates = ELEM;
+    m->worst.rank = 2;
+    m->worst.index[0] = 5;
+    m->worst.index[1] = 77;
+    m->worst_ref = 1.0; /* 128 * s13 */
+    m->worst_tol = 1e-5;
+    m->worst_ratio = 1e6;
+    m->topk_worst_row = -1;
+    capture c;
+    m->worst_cand = 64.0; /* 128 * s14 */
+    attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
+    assert_contains(cap_text(&c), "localization: the candidate's logit is this position's fp8 row "
+                                  "times the scale of slot 14 (byte 84280 = 0.5) instead of slot "
+                                  "13's (byte 84276): a scale read off by +1\n");
+    cap_close(&c);
+    m->worst_cand = 2.0; /* 256 * s13: slot 20's row */
+    attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
+    assert_contains(cap_text(&c), "localization: the candidate's logit is the fp8 row of slot 20 "
+                                  "(bytes [78592, 78720)) times this position's scale: a row read "
+                                  "off by +7");
+    cap_close(&c);
+    /* The [64, 132] record view: slot 13's record is bytes [1716, 1844) of the block (76 bytes
+     * of slot 13's row, 52 of slot 14's), its scale the float at 1844, set to 0.25: 76 * 0.25. */
+    const float rec_scale = 0.25f;
+    memcpy(pool + blk + 1844, &rec_scale, 4);
+    m->worst_cand = 19.0;
+    attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
+    assert_contains(cap_text(&c), "localization: the candidate's logit is the block read as 64 "
+                                  "records of 132 bytes (row at byte 77748, scale at byte 77876)");
+    cap_close(&c);
+    /* Slot 13 of block 3, which request 0's first entry names: 128 * 0.125. */
+    ((int32_t *)attest_case_tensor(&cs, "block_table")->data)[0] = 3;
+    memset(pool + 3 * 8448 + 13 * 128, 0x38, 128);
+    const float s3 = 0.125f;
+    memcpy(pool + 3 * 8448 + 8192 + 4 * 13, &s3, 4);
+    m->worst_cand = 16.0;
+    attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
+    assert_contains(cap_text(&c), "localization: the candidate's logit is slot 13 of physical block "
+                                  "3 (bytes from 25344), not of block 9 = block_table[2][1]: a "
+                                  "wrong block\n");
+    cap_close(&c);
+    m->worst_cand = 3.0; /* nothing gives it */
+    attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
+    assert_contains(cap_text(&c), "localization: no other slot's scale or row of the block");
+    cap_close(&c);
+    m->worst_ratio = 0.5; /* a passing worst element: nothing to explain */
+    attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
+    assert_null(strstr(cap_text(&c), "localization"));
+    cap_close(&c);
+    attest_case_free(&cs);
+}
+
 /* mla-decode in detail: out coordinates by request/query/head/dim, lse by request/query/head,
  * and the valid indices of the query (entries past topk_length and -1 do not count). */
 static void detail_mla(void **state)
@@ -653,6 +749,7 @@ int main(void)
         cmocka_unit_test(severity_order),
         cmocka_unit_test(grouped_failures),
         cmocka_unit_test(detail_indexer),
+        cmocka_unit_test(detail_indexer_explain),
         cmocka_unit_test(detail_mla),
         cmocka_unit_test(detail_mla_past_length),
         cmocka_unit_test(detail_vacuous),
