@@ -171,11 +171,12 @@ static int32_t nonfinite_values(const scope_view *s, int32_t index, double *kk)
     return bad;
 }
 
-/* A candidate row that is not finite where the reference is: the tokens a kernel should not
- * read but a common bug does, when their bytes decode to inf or NaN (the generator points slots
- * past topk_length at unwritten, NaN-filled slots for this). A slot past the length naming such
- * a token is what a kernel ignoring the length reads; a -1 slot read as token 0 (weighted by 0,
- * and 0 * NaN is NaN) is the other. */
+/* A candidate row that is not finite where the reference is: the bytes a kernel should not
+ * read but a common bug does, when they decode to inf or NaN (the generator points slots past
+ * topk_length at unwritten, NaN-filled slots, and fills padding with NaN patterns, for this).
+ * Each is a possible cause, all are listed: a slot past the length naming such a token (a
+ * kernel ignoring the length), a -1 slot read as token 0 (weighted by 0, and 0 * NaN is NaN),
+ * and the bytes after a selected token's last scale (one scale too many). */
 static void nonfinite_suspects(FILE *f, const scope_view *sc, int nscopes, int64_t request,
                                int64_t query, double *kk)
 {
@@ -190,7 +191,7 @@ static void nonfinite_suspects(FILE *f, const scope_view *sc, int nscopes, int64
             const int32_t bad = nonfinite_values(s, idx, kk);
             if (bad == 0) continue;
             if (named++ < 3) {
-                fprintf(f, "      past %s (%d): %s[%" PRId64 ", %" PRId64 ", %d] = token %d, "
+                fprintf(f, "      possible cause, past %s (%d): %s[%" PRId64 ", %" PRId64 ", %d] = token %d, "
                            "whose K holds %d inf/nan of %u values: a kernel that reads past %s "
                            "takes it\n",
                         length, (int)s->limit, s->indices_name, request, query, (int)k, (int)idx,
@@ -206,7 +207,7 @@ static void nonfinite_suspects(FILE *f, const scope_view *sc, int nscopes, int64
         if (holes > 0 && s->num_tokens > 0) {
             const int32_t bad = nonfinite_values(s, 0, kk);
             if (bad > 0) {
-                fprintf(f, "      %s[%" PRId64 ", %" PRId64 "] has %d -1 slot%s%s%s, and token 0 "
+                fprintf(f, "      possible cause, -1 slots: %s[%" PRId64 ", %" PRId64 "] has %d -1 slot%s%s%s, and token 0 "
                            "holds %d inf/nan of %u values: a kernel that reads token 0 for -1 "
                            "and weights it by 0 takes NaN (0 * NaN)\n",
                         s->indices_name, request, query, (int)holes, holes == 1 ? "" : "s",
@@ -216,8 +217,45 @@ static void nonfinite_suspects(FILE *f, const scope_view *sc, int nscopes, int64
             }
         }
     }
+    /* One scale too many: the bytes after a selected token's last scale (the layout's padding,
+     * which the generator fills with NaN patterns, or the next field) read as a scale. */
+    int over = 0; /* one line: every selected token has such bytes when one has */
+    for (int i = 0; i < nscopes && !over; i++) {
+        const scope_view *s = &sc[i];
+        const attest_layout *L = &s->layout;
+        for (int32_t k = 0; k < s->limit && !over; k++) {
+            const int32_t idx = s->indices[k];
+            if (idx < 0 || idx >= s->num_tokens || L->num_scales == 0) continue;
+            const int64_t page = idx / (int64_t)L->page_size, in_page = idx % (int64_t)L->page_size;
+            attest_token_offsets off;
+            if (attest_layout_token_offsets(L, (uint32_t)in_page, &off) != ATTEST_OK) {
+                attest_clear_error();
+                return;
+            }
+            const uint32_t sb = L->scale_format == ATTEST_SCALE_UE8M0 ? 1u : 4u;
+            const uint64_t at = (uint64_t)page * L->page_stride + off.scale[L->num_scales - 1] + sb;
+            if (at + sb > ((uint64_t)page + 1) * L->page_stride) continue;
+            float v;
+            if (sb == 1) {
+                v = s->pool[at] == 0xFF ? NAN : 1.0f; /* ue8m0: 0xff is its NaN */
+            } else {
+                memcpy(&v, s->pool + at, sizeof v);
+            }
+            if (isfinite(v)) continue;
+            fprintf(f, "      possible cause, one scale too many: the %s after the last scale of token %d "
+                       "(%s[%" PRId64 ", %" PRId64 ", %d]), byte %" PRIu64 ", reads as a %s "
+                       "scale of %s: a kernel that reads scale %u of a token with %u (an "
+                       "off-by-one tile index) takes it\n",
+                    sb == 1 ? "byte" : "4 bytes", (int)idx, s->indices_name, request, query,
+                    (int)k, at, sb == 1 ? "ue8m0" : "float32", isnan(v) ? "NaN" : "inf",
+                    L->num_scales, L->num_scales);
+            over = 1;
+            shown++;
+        }
+    }
     if (!shown)
-        fprintf(f, "      no token the query names outside its selection decodes to inf or nan\n");
+        fprintf(f, "      no token the query names outside its selection, and no byte after a selected token's "
+                   "last scale, decodes to inf or nan\n");
 }
 
 void attest_report_mla_locate(FILE *f, const attest_case *c, const attest_coord *co,

@@ -234,7 +234,8 @@ static void test_nonfinite_suspects(void **state)
     uint16_t *cand = calloc(fx.out_count, sizeof *cand);
     cand[3] = 0x7FC0; /* NaN */
     char *text = locate(&fx, cand);
-    assert_contains(text, "no token the query names outside its selection decodes to inf or nan");
+    assert_null(strstr(text, "possible cause, -1 slots"));
+    assert_null(strstr(text, "possible cause, past"));
     free(text);
     /* token 0 out of the selection, one -1 slot, and a NaN fp8 byte in token 0 (an unselected
      * slot may hold NaN bytes already: the generator poisons them) */
@@ -257,12 +258,40 @@ static void test_nonfinite_suspects(void **state)
     free(k0);
     assert_true(bad >= 1);
     text = locate(&fx, cand);
-    char want[200];
-    snprintf(want, sizeof want, "indices[0, 0] has %d -1 slot%s, and token 0 holds %d inf/nan of %u "
+    char want[256];
+    snprintf(want, sizeof want, "possible cause, -1 slots: indices[0, 0] has %d -1 slot%s, and token 0 holds %d inf/nan of %u "
              "values: a kernel that reads token 0 for -1", holes, holes == 1 ? "" : "s", bad, L.k_dim);
     assert_contains(text, want);
-    assert_null(strstr(text, "no token the query names"));
     free(text);
+    /* one scale too many: the bytes after the first selected token's last scale read as NaN */
+    int32_t first = 0;
+    while (first < p->topk && fx.row[first] < 0) first++;
+    assert_true(first < p->topk);
+    const int32_t tok = fx.row[first];
+    attest_token_offsets toff;
+    assert_ok(attest_layout_token_offsets(&L, (uint32_t)(tok % p->page_size), &toff));
+    const int ue8m0 = L.scale_format == ATTEST_SCALE_UE8M0;
+    const uint64_t after = (uint64_t)(tok / p->page_size) * L.page_stride +
+                           toff.scale[L.num_scales - 1] + (ue8m0 ? 1 : 4);
+    uint8_t saved[4];
+    memcpy(saved, pool + after, 4);
+    if (ue8m0) {
+        pool[after] = 0xFF; /* ue8m0 NaN */
+    } else {
+        const float nan = NAN;
+        memcpy(pool + after, &nan, 4);
+    }
+    text = locate(&fx, cand);
+    snprintf(want, sizeof want, "possible cause, one scale too many: the %s after the last scale "
+             "of token %d (indices[0, 0, %d]), byte %" PRIu64 ", reads as a %s scale of NaN",
+             ue8m0 ? "byte" : "4 bytes", (int)tok, (int)first, after, ue8m0 ? "ue8m0" : "float32");
+    assert_contains(text, want);
+    free(text);
+    memset(pool + after, 0x3F, ue8m0 ? 1 : 4); /* finite either way */
+    text = locate(&fx, cand);
+    assert_null(strstr(text, want));
+    free(text);
+    memcpy(pool + after, saved, 4);
     /* a finite candidate row asks nothing of the sort */
     cand[3] = 0;
     text = locate(&fx, cand);
