@@ -185,34 +185,32 @@ static void indexer_explain(FILE *f, const attest_case *c, const attest_tensor_m
             return;
         }
     const uint64_t base = (uint64_t)phys * L.page_stride;
-    /* Nearest slots first: an off-by-one is the likeliest misread. */
-    for (int64_t dist = 1; dist < ATTEST_INDEXER_BLOCK; dist++)
-        for (int sign = 1; sign >= -1; sign -= 2) {
-            const int64_t s = in_block + sign * dist;
-            if (s < 0 || s >= ATTEST_INDEXER_BLOCK) continue;
-            if (!indexer_matches(indexer_logit_of(p, q, w, ROW_OF(phys, in_block), SCALE_OF(phys, s)),
-                                 cand, tol))
-                continue;
-            fprintf(f, "    localization: the candidate's logit is this position's fp8 row times "
-                       "the scale of slot %" PRId64 " (byte %" PRIu64 " = %.9g) instead of slot %"
-                       PRId64 "'s (byte %" PRIu64 "): a scale read off by %+" PRId64 "\n",
-                    s, base + off_of[s].scale[0], SCALE_OF(phys, s), in_block,
-                    base + off_of[in_block].scale[0], s - in_block);
-            return;
-        }
-    for (int64_t dist = 1; dist < ATTEST_INDEXER_BLOCK; dist++)
-        for (int sign = 1; sign >= -1; sign -= 2) {
-            const int64_t s = in_block + sign * dist;
-            if (s < 0 || s >= ATTEST_INDEXER_BLOCK) continue;
-            if (!indexer_matches(indexer_logit_of(p, q, w, ROW_OF(phys, s), SCALE_OF(phys, in_block)),
-                                 cand, tol))
-                continue;
-            fprintf(f, "    localization: the candidate's logit is the fp8 row of slot %" PRId64
-                       " (bytes [%" PRIu64 ", %" PRIu64 ")) times this position's scale: a row read "
-                       "off by %+" PRId64 " (a row stride or index bug)\n",
-                    s, base + off_of[s].fp8, base + off_of[s].fp8 + L.fp8_dim, s - in_block);
-            return;
-        }
+    /* Another slot's scale, then another slot's row, nearest slots first: an off-by-one is the
+     * likeliest misread. */
+    for (int misread_row = 0; misread_row < 2; misread_row++)
+        for (int64_t dist = 1; dist < ATTEST_INDEXER_BLOCK; dist++)
+            for (int sign = 1; sign >= -1; sign -= 2) {
+                const int64_t s = in_block + sign * dist;
+                if (s < 0 || s >= ATTEST_INDEXER_BLOCK) continue;
+                const int64_t r = misread_row ? s : in_block, k = misread_row ? in_block : s;
+                if (!indexer_matches(indexer_logit_of(p, q, w, ROW_OF(phys, r), SCALE_OF(phys, k)),
+                                     cand, tol))
+                    continue;
+                if (misread_row)
+                    fprintf(f, "    localization: the candidate's logit is the fp8 row of slot %"
+                               PRId64 " (bytes [%" PRIu64 ", %" PRIu64 ")) times this position's "
+                               "scale: a row read off by %+" PRId64 " (a row stride or index "
+                               "bug)\n",
+                            s, base + off_of[s].fp8, base + off_of[s].fp8 + L.fp8_dim, s - in_block);
+                else
+                    fprintf(f, "    localization: the candidate's logit is this position's fp8 row "
+                               "times the scale of slot %" PRId64 " (byte %" PRIu64 " = %.9g) "
+                               "instead of slot %" PRId64 "'s (byte %" PRIu64 "): a scale read "
+                               "off by %+" PRId64 "\n",
+                            s, base + off_of[s].scale[0], SCALE_OF(phys, s), in_block,
+                            base + off_of[in_block].scale[0], s - in_block);
+                return;
+            }
     /* Other blocks: those the block table names (a wrong entry reads one of them; a sparse pool
      * spans millions of blocks, most never placed). */
     const size_t entries = (size_t)p->b * (size_t)p->blocks_per_req;

@@ -213,17 +213,13 @@ static void grouped_failures(void **state)
     attest_failure_groups_free(g);
 }
 
-/* Indexer logits in detail. Hand computation (docs/kernels.md sections 4, 5): row 5 with next_n 2 is request 2,
- * slot 1; position 77 is logical block 1 (77 / 64), slot 13 in it; block_table[2][1] = 9, so its
- * fp8 row is at 9*8448 + 13*128 = 77696 and its scale at 9*8448 + 8192 + 4*13 = 84276. With
- * L = 150 the row sees t <= 150 - 2 + 1, i.e. t < 150. */
-static void detail_indexer(void **state)
+/* The indexer case both detail tests read: 3 requests of next_n 2, one head, 12 blocks of which
+ * each request's table holds 3. */
+static void indexer_case(attest_case *cs)
 {
-    (void)state;
-    attest_case cs;
-    memset(&cs, 0, sizeof cs);
-    cs.kernel = ATTEST_KERNEL_INDEXER;
-    attest_indexer_params *p = &cs.params.indexer;
+    memset(cs, 0, sizeof *cs);
+    cs->kernel = ATTEST_KERNEL_INDEXER;
+    attest_indexer_params *p = &cs->params.indexer;
     p->b = 3;
     p->next_n = 2;
     p->heads = 1;
@@ -232,8 +228,19 @@ static void detail_indexer(void **state)
     p->blocks_per_req = 3;
     p->max_len = 192;
     p->masking = ATTEST_MASK_NEG_INF;
-    assert_ok(attest_case_define_tensors(&cs, 0));
-    assert_ok(attest_case_alloc_heap(&cs));
+    assert_ok(attest_case_define_tensors(cs, 0));
+    assert_ok(attest_case_alloc_heap(cs));
+}
+
+/* Indexer logits in detail. Hand computation (docs/kernels.md sections 4, 5): row 5 with next_n 2 is request 2,
+ * slot 1; position 77 is logical block 1 (77 / 64), slot 13 in it; block_table[2][1] = 9, so its
+ * fp8 row is at 9*8448 + 13*128 = 77696 and its scale at 9*8448 + 8192 + 4*13 = 84276. With
+ * L = 150 the row sees t <= 150 - 2 + 1, i.e. t < 150. */
+static void detail_indexer(void **state)
+{
+    (void)state;
+    attest_case cs;
+    indexer_case(&cs);
     int32_t *bt = attest_case_tensor(&cs, "block_table")->data;
     bt[2 * 3 + 1] = 9;
     ((int32_t *)attest_case_tensor(&cs, "context_lens")->data)[2] = 150;
@@ -328,19 +335,7 @@ static void detail_indexer_explain(void **state)
 {
     (void)state;
     attest_case cs;
-    memset(&cs, 0, sizeof cs);
-    cs.kernel = ATTEST_KERNEL_INDEXER;
-    attest_indexer_params *p = &cs.params.indexer;
-    p->b = 3;
-    p->next_n = 2;
-    p->heads = 1;
-    p->head_dim = 128;
-    p->num_blocks = 12;
-    p->blocks_per_req = 3;
-    p->max_len = 192;
-    p->masking = ATTEST_MASK_NEG_INF;
-    assert_ok(attest_case_define_tensors(&cs, 0));
-    assert_ok(attest_case_alloc_heap(&cs));
+    indexer_case(&cs);
     uint8_t *pool = attest_case_tensor(&cs, "cache_bytes")->data;
     memset(pool, 0, attest_case_tensor(&cs, "cache_bytes")->nbytes);
     ((int32_t *)attest_case_tensor(&cs, "block_table")->data)[2 * 3 + 1] = 9;
@@ -416,25 +411,34 @@ static void detail_indexer_explain(void **state)
     attest_case_free(&cs);
 }
 
+/* The parameters of a small mla-v4 case (pages of 64, one query row per request); the caller
+ * sets the optional tensors' flags and defines the tensors. */
+static attest_mla_params *mla_case_params(attest_case *cs, int32_t pages, int32_t b, int32_t heads,
+                                          int32_t topk)
+{
+    memset(cs, 0, sizeof *cs);
+    cs->kernel = ATTEST_KERNEL_MLA_DECODE;
+    attest_mla_params *p = &cs->params.mla;
+    p->layout = ATTEST_LAYOUT_MLA_V4;
+    p->page_size = 64;
+    p->num_pages = pages;
+    p->b = b;
+    p->s_q = 1;
+    p->h_q = heads;
+    p->d_qk = 512;
+    p->d_v = 512;
+    p->topk = topk;
+    p->sm_scale = 0.04f;
+    return p;
+}
+
 /* mla-decode in detail: out coordinates by request/query/head/dim, lse by request/query/head,
  * and the valid indices of the query (entries past topk_length and -1 do not count). */
 static void detail_mla(void **state)
 {
     (void)state;
     attest_case cs;
-    memset(&cs, 0, sizeof cs);
-    cs.kernel = ATTEST_KERNEL_MLA_DECODE;
-    attest_mla_params *p = &cs.params.mla;
-    p->layout = ATTEST_LAYOUT_MLA_V4;
-    p->page_size = 64;
-    p->num_pages = 2;
-    p->b = 2;
-    p->s_q = 1;
-    p->h_q = 4;
-    p->d_qk = 512;
-    p->d_v = 512;
-    p->topk = 8;
-    p->sm_scale = 0.04f;
+    attest_mla_params *p = mla_case_params(&cs, 2, 2, 4, 8);
     p->has_topk_length = 1;
     p->has_sink = 1;
     assert_ok(attest_case_define_tensors(&cs, 0));
@@ -510,19 +514,7 @@ static void detail_mla_past_length(void **state)
 {
     (void)state;
     attest_case cs;
-    memset(&cs, 0, sizeof cs);
-    cs.kernel = ATTEST_KERNEL_MLA_DECODE;
-    attest_mla_params *p = &cs.params.mla;
-    p->layout = ATTEST_LAYOUT_MLA_V4;
-    p->page_size = 64;
-    p->num_pages = 1;
-    p->b = 1;
-    p->s_q = 1;
-    p->h_q = 1;
-    p->d_qk = 512;
-    p->d_v = 512;
-    p->topk = 40;
-    p->sm_scale = 0.04f;
+    attest_mla_params *p = mla_case_params(&cs, 1, 1, 1, 40);
     p->has_topk_length = 1;
     assert_ok(attest_case_define_tensors(&cs, 0));
     assert_ok(attest_case_alloc_heap(&cs));
