@@ -45,7 +45,8 @@ typedef enum attest_output_kind {
 
 /* Applies the output policy above to `path` before a verb writes it. inputs[0..num_inputs) are
  * the files the command reads (NULL entries ignored). force: replace an existing file of the
- * kind. ATTEST_ERR_INVALID_ARGUMENT with a one-line reason when the path may not be written. */
+ * kind. A new file's folder must exist and be writable. ATTEST_ERR_INVALID_ARGUMENT with a
+ * one-line reason when the path may not be written. */
 attest_status attest_output_check(const char *path, attest_output_kind kind, int force,
                                   const char *const *inputs, size_t num_inputs)
     ATTEST_MUST_CHECK;
