@@ -258,6 +258,79 @@ static void nonfinite_suspects(FILE *f, const scope_view *sc, int nscopes, int64
                    "last scale, decodes to inf or nan\n");
 }
 
+/* The scale `shift` tiles away from tile `tile` of a token (a token's scales are contiguous):
+ * the bytes a kernel whose tile index is off by `shift` multiplies by; 0 when outside the page. */
+static int shifted_scale(const scope_view *s, int32_t index, uint32_t tile, int shift, double *out)
+{
+    const attest_layout *L = &s->layout;
+    const int64_t page = index / (int64_t)L->page_size, in_page = index % (int64_t)L->page_size;
+    attest_token_offsets off;
+    if (attest_layout_token_offsets(L, (uint32_t)in_page, &off) != ATTEST_OK) {
+        attest_clear_error();
+        return 0;
+    }
+    const int64_t sb = L->scale_format == ATTEST_SCALE_UE8M0 ? 1 : 4;
+    if (L->num_scales > 1 && (int64_t)(off.scale[1] - off.scale[0]) != sb) return 0;
+    const int64_t at = (int64_t)off.scale[0] + ((int64_t)tile + shift) * sb;
+    if (at < 0 || at + sb > (int64_t)L->page_stride) return 0;
+    const uint8_t *b = s->pool + (uint64_t)page * L->page_stride + (uint64_t)at;
+    if (sb == 1) {
+        *out = attest_ue8m0_decode_f64(*b);
+    } else {
+        float v;
+        memcpy(&v, b, sizeof v);
+        *out = (double)v;
+    }
+    return 1;
+}
+
+/* The distance of the candidate row from the reference recomputed with every selected token's
+ * fp8 tile i dequantized with the scale of tile i + shift (rope as it is): a kernel whose scale
+ * index is off by one misreads every token alike, which no single token or page explains. -1
+ * when some scale cannot be read. kk: scratch of k_dim doubles; keys: n rows of dv doubles. */
+static double tile_shift_distance(const token *t, int32_t n, const scope_view *sc, int shift,
+                                  const double *q, double sm_scale, double sink, int has_sink,
+                                  const double *cand, int32_t dv, double *kk, double *keys,
+                                  double *scores)
+{
+    double m = -INFINITY;
+    for (int32_t k = 0; k < n; k++) {
+        const scope_view *s = &sc[t[k].scope];
+        const attest_layout *L = &s->layout;
+        const int64_t page = t[k].index / (int64_t)L->page_size;
+        const int64_t in_page = t[k].index % (int64_t)L->page_size;
+        attest_token_offsets off;
+        if (attest_layout_token_offsets(L, (uint32_t)in_page, &off) != ATTEST_OK) {
+            attest_clear_error();
+            return -1.0;
+        }
+        const uint8_t *fp8 = s->pool + (uint64_t)page * L->page_stride + off.fp8;
+        for (uint32_t tile = 0; tile < L->num_scales; tile++) {
+            double sc_v;
+            if (!shifted_scale(s, t[k].index, tile, shift, &sc_v)) return -1.0;
+            for (uint32_t d = tile * L->scale_tile; d < (tile + 1) * L->scale_tile && d < L->fp8_dim; d++)
+                kk[d] = (double)attest_fp8_values[fp8[d]] * sc_v;
+        }
+        for (uint32_t d = L->fp8_dim; d < L->k_dim; d++) kk[d] = t[k].v[d];
+        double dot = 0.0;
+        for (uint32_t d = 0; d < L->k_dim; d++) dot += q[d] * kk[d];
+        scores[k] = sm_scale * dot;
+        if (scores[k] > m) m = scores[k];
+        memcpy(keys + (size_t)k * (size_t)dv, kk, (size_t)dv * sizeof *kk);
+    }
+    if (!isfinite(m)) return -1.0;
+    double z = has_sink ? exp(sink - m) : 0.0;
+    for (int32_t k = 0; k < n; k++) z += (scores[k] = exp(scores[k] - m));
+    double acc = 0.0;
+    for (int32_t d = 0; d < dv; d++) {
+        double r = 0.0;
+        for (int32_t k = 0; k < n; k++) r += scores[k] * keys[(size_t)k * (size_t)dv + (size_t)d];
+        const double x = cand[d] - r / z;
+        acc += x * x;
+    }
+    return isfinite(acc) ? sqrt(acc) : -1.0;
+}
+
 void attest_report_mla_locate(FILE *f, const attest_case *c, const attest_coord *co,
                               const void *cand_out, size_t cand_bytes)
 {
@@ -377,6 +450,22 @@ void attest_report_mla_locate(FILE *f, const attest_case *c, const attest_coord 
         print_bytes(f, &sc[t[best].scope], t[best].index, dim);
     } else {
         fprintf(f, "      no single token explains it (best leave-one-out: %.6g)\n", best_d);
+        /* A misread shared by every token: the scale index off by one tile either way. */
+        double *tk = malloc((size_t)n * (size_t)dv * sizeof *tk);
+        double *ts = malloc((size_t)n * sizeof *ts);
+        for (int shift = 1; shift >= -1 && tk && ts; shift -= 2) {
+            const double d = tile_shift_distance(t, n, sc, shift, q, (double)p->sm_scale,
+                                                 sink ? (double)sink[head] : 0.0, sink != NULL,
+                                                 cand, dv, scratch, tk, ts);
+            if (d < 0 || d >= 0.05 * base) continue;
+            fprintf(f, "      explained by a scale index off by %+d tile for every token (tile i "
+                       "dequantized with the scale of tile i%+d): so recomputed, the reference is "
+                       "%.6g from the candidate\n",
+                    shift, shift, d);
+            break;
+        }
+        free(tk);
+        free(ts);
     }
 
     /* Leave one page out: pages whose tokens the candidate read wrongly (a page-stride bug reads

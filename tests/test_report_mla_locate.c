@@ -301,6 +301,70 @@ static void test_nonfinite_suspects(void **state)
     attest_case_free(&fx.c);
 }
 
+/* A scale index off by one tile misreads every token alike, which no leave-one-out explains:
+ * the candidate here is the reference (attest_ref_mla_decode) of the case with each selected
+ * token's scales moved down one tile (the byte after the last, mla-v4's padding, set to a
+ * finite 1.0 first), and the localization must name the shift. */
+static void test_scale_tile_shift(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_case(&fx);
+    const attest_mla_params *p = &fx.c.params.mla;
+    attest_layout L;
+    assert_ok(attest_layout_make(p->layout, (uint32_t)p->page_size, (uint64_t)p->page_stride, &L));
+    uint8_t *pool = attest_case_tensor(&fx.c, "cache_bytes")->data;
+    const size_t sb = L.scale_format == ATTEST_SCALE_UE8M0 ? 1 : 4;
+    const size_t span = (size_t)L.num_scales * sb;
+    uint8_t *saved = malloc((size_t)p->topk * (span + sb));
+    for (int32_t k = 0; k < p->topk; k++) {
+        const int32_t tok = fx.row[k];
+        int seen = tok < 0;
+        for (int32_t j = 0; j < k && !seen; j++) seen = fx.row[j] == tok;
+        if (seen) continue;
+        attest_token_offsets off;
+        assert_ok(attest_layout_token_offsets(&L, (uint32_t)(tok % p->page_size), &off));
+        uint8_t *sc = pool + (uint64_t)(tok / p->page_size) * L.page_stride + off.scale[0];
+        if (sb == 1) sc[span] = 127; /* the padding byte: ue8m0 2^0 */
+        memcpy(saved + (size_t)k * (span + sb), sc, span + sb);
+        memmove(sc, sc + sb, span); /* tile i gets tile i+1's scale */
+    }
+    double *out = malloc(fx.out_count * sizeof *out), *lse = malloc(4096 * sizeof *lse);
+    assert_ok(attest_ref_mla_decode(&fx.c, ATTEST_REF_SIMULATED, out, lse));
+    uint16_t *cand = malloc(fx.out_count * sizeof *cand);
+    for (size_t i = 0; i < fx.out_count; i++) cand[i] = attest_bf16_encode_f64(out[i]);
+    for (int32_t k = 0; k < p->topk; k++) { /* the case's own scales back */
+        const int32_t tok = fx.row[k];
+        int seen = tok < 0;
+        for (int32_t j = 0; j < k && !seen; j++) seen = fx.row[j] == tok;
+        if (seen) continue;
+        attest_token_offsets off;
+        assert_ok(attest_layout_token_offsets(&L, (uint32_t)(tok % p->page_size), &off));
+        memcpy(pool + (uint64_t)(tok / p->page_size) * L.page_stride + off.scale[0],
+               saved + (size_t)k * (span + sb), span + sb);
+    }
+    for (int32_t d = 0; d < p->d_v; d++) assert_true(isfinite(out[d]));
+    char *text = locate(&fx, cand);
+    assert_contains(text, "explained by a scale index off by +1 tile for every token");
+    free(text);
+    /* a candidate one token off (dropped): a single token explains it, no shift is named */
+    unsigned char *drop = calloc((size_t)p->topk, 1);
+    int32_t first = 0;
+    while (fx.row[first] < 0) first++;
+    drop[first] = 1;
+    uint16_t *other = reference_without(&fx, drop);
+    text = locate(&fx, other);
+    assert_null(strstr(text, "off by +1 tile"));
+    free(text);
+    free(other);
+    free(drop);
+    free(out);
+    free(lse);
+    free(cand);
+    free(saved);
+    attest_case_free(&fx.c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_dropped_page_is_named),
         cmocka_unit_test(test_nonfinite_candidate),
         cmocka_unit_test(test_nonfinite_suspects),
+        cmocka_unit_test(test_scale_tile_shift),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
