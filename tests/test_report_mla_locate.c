@@ -301,6 +301,19 @@ static void test_nonfinite_suspects(void **state)
     attest_case_free(&fx.c);
 }
 
+/* The first scale byte of the token slot k of the row names, NULL for a -1 slot or a token an
+ * earlier slot names (each token's scales are moved once). */
+static uint8_t *first_scale(const fixture *fx, const attest_layout *L, uint8_t *pool, int32_t k)
+{
+    const int32_t tok = fx->row[k], P = fx->c.params.mla.page_size;
+    for (int32_t j = 0; j < k; j++)
+        if (fx->row[j] == tok) return NULL;
+    if (tok < 0) return NULL;
+    attest_token_offsets off;
+    assert_ok(attest_layout_token_offsets(L, (uint32_t)(tok % P), &off));
+    return pool + (uint64_t)(tok / P) * L->page_stride + off.scale[0];
+}
+
 /* A scale index off by one tile misreads every token alike, which no leave-one-out explains:
  * the candidate here is the reference (attest_ref_mla_decode) of the case with each selected
  * token's scales moved down one tile (the byte after the last, mla-v4's padding, set to a
@@ -318,13 +331,8 @@ static void test_scale_tile_shift(void **state)
     const size_t span = (size_t)L.num_scales * sb;
     uint8_t *saved = malloc((size_t)p->topk * (span + sb));
     for (int32_t k = 0; k < p->topk; k++) {
-        const int32_t tok = fx.row[k];
-        int seen = tok < 0;
-        for (int32_t j = 0; j < k && !seen; j++) seen = fx.row[j] == tok;
-        if (seen) continue;
-        attest_token_offsets off;
-        assert_ok(attest_layout_token_offsets(&L, (uint32_t)(tok % p->page_size), &off));
-        uint8_t *sc = pool + (uint64_t)(tok / p->page_size) * L.page_stride + off.scale[0];
+        uint8_t *sc = first_scale(&fx, &L, pool, k);
+        if (!sc) continue;
         if (sb == 1) sc[span] = 127; /* the padding byte: ue8m0 2^0 */
         memcpy(saved + (size_t)k * (span + sb), sc, span + sb);
         memmove(sc, sc + sb, span); /* tile i gets tile i+1's scale */
@@ -334,14 +342,8 @@ static void test_scale_tile_shift(void **state)
     uint16_t *cand = malloc(fx.out_count * sizeof *cand);
     for (size_t i = 0; i < fx.out_count; i++) cand[i] = attest_bf16_encode_f64(out[i]);
     for (int32_t k = 0; k < p->topk; k++) { /* the case's own scales back */
-        const int32_t tok = fx.row[k];
-        int seen = tok < 0;
-        for (int32_t j = 0; j < k && !seen; j++) seen = fx.row[j] == tok;
-        if (seen) continue;
-        attest_token_offsets off;
-        assert_ok(attest_layout_token_offsets(&L, (uint32_t)(tok % p->page_size), &off));
-        memcpy(pool + (uint64_t)(tok / p->page_size) * L.page_stride + off.scale[0],
-               saved + (size_t)k * (span + sb), span + sb);
+        uint8_t *sc = first_scale(&fx, &L, pool, k);
+        if (sc) memcpy(sc, saved + (size_t)k * (span + sb), span + sb);
     }
     for (int32_t d = 0; d < p->d_v; d++) assert_true(isfinite(out[d]));
     char *text = locate(&fx, cand);
