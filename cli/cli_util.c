@@ -13,6 +13,7 @@
 
 #include "attest/casefile.h"
 #include "attest/files.h"
+#include "attest/report.h"
 #include "attest/results.h"
 #include "commands.h"
 
@@ -172,6 +173,18 @@ const char *attest_cli_default_results(const char *name, char *buf, size_t cap)
         snprintf(buf, cap, "%s", name); /* all taken: the output check says what is there */
     }
     return buf;
+}
+
+void attest_cli_print_case_detail(const attest_case_record *rec, const attest_case *c,
+                                  const attest_policy *policy, const attest_case_outputs *kept)
+{
+    attest_tolerance tol[ATTEST_RECORD_MAX_OUTPUTS];
+    int have_tol = 1;
+    for (int32_t k = 0; k < rec->num_outputs && k < ATTEST_RECORD_MAX_OUTPUTS; k++)
+        if (attest_policy_lookup(policy, c->kernel, rec->outputs[k].output, &tol[k]) != ATTEST_OK)
+            have_tol = 0;
+    attest_clear_error();
+    attest_report_case_detail_outputs(stdout, rec, c, have_tol ? tol : NULL, kept);
 }
 
 int attest_cli_output_dir(const char *verb, const char *option, const char *dir)

@@ -357,7 +357,8 @@ static int run_libfuzzer(fuzz_args *a, const attest_candidate *cand, const char 
     return exit_code;
 }
 
-/* --findings must be a writable folder (made when missing); a seed is drawn from the clock when none was given. */
+/* --findings must be a writable folder (made when missing); a seed is drawn from the clock
+ * when none was given. */
 static int check_findings_and_seed(fuzz_args *a)
 {
     const int rc = attest_cli_output_dir(VERB, "findings", a->findings);

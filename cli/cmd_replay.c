@@ -350,11 +350,6 @@ int attest_cmd_replay(int argc, char **argv)
         rc = attest_cli_usage_error("replay", "%s", attest_last_error());
     } else {
         rec.case_id = stored.case_id;
-        attest_tolerance tol[ATTEST_RECORD_MAX_OUTPUTS];
-        int have_tol = 1;
-        for (int32_t k = 0; k < rec.num_outputs && k < ATTEST_RECORD_MAX_OUTPUTS; k++)
-            if (attest_policy_lookup(policy, c.kernel, rec.outputs[k].output, &tol[k]) != ATTEST_OK)
-                have_tol = 0;
         char which[64] = "";
         if (from_results) snprintf(which, sizeof which, " case %" PRIu64, a.case_id);
         printf("replay of %s%s with %s (policy %s, hash %s)\n", a.file, which, cand->name,
@@ -370,7 +365,7 @@ int attest_cmd_replay(int argc, char **argv)
         if (a.against_stored)
             printf("judged against the expected outputs stored in %s%s%s\n", a.file,
                    notes[0] ? ": " : "", notes);
-        attest_report_case_detail_outputs(stdout, &rec, &c, have_tol ? tol : NULL, &kept);
+        attest_cli_print_case_detail(&rec, &c, policy, &kept);
         rc = attest_verdict_is_failure(rec.verdict) ? ATTEST_EXIT_FAILED : ATTEST_EXIT_OK;
     }
     attest_case_outputs_free(&kept);

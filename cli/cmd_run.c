@@ -157,14 +157,8 @@ static attest_status run_failure_hook(void *ctx, const attest_job *job, const at
     const run_hooks *h = ctx;
     if (h->saver) ATTEST_FORWARD(attest_cli_saver_hook(h->saver, job, c, rec, kept));
     if (!h->detail || !attest_verdict_is_failure(rec->verdict)) return ATTEST_OK;
-    attest_tolerance tol[ATTEST_RECORD_MAX_OUTPUTS];
-    int have_tol = 1;
-    for (int32_t k = 0; k < rec->num_outputs && k < ATTEST_RECORD_MAX_OUTPUTS; k++)
-        if (attest_policy_lookup(h->policy, c->kernel, rec->outputs[k].output, &tol[k]) != ATTEST_OK)
-            have_tol = 0;
-    attest_clear_error();
     printf("\n");
-    attest_report_case_detail_outputs(stdout, rec, c, have_tol ? tol : NULL, kept);
+    attest_cli_print_case_detail(rec, c, h->policy, kept);
     printf("\n");
     fflush(stdout);
     return ATTEST_OK;

@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #include "attest/bench.h"
+#include "attest/policy.h"
+#include "attest/record.h"
 
 #include "attest/usage.h"
 
@@ -71,6 +73,11 @@ int attest_cli_result_line(uint64_t failed, uint64_t judged, uint64_t unreadable
  * name, written to buf. Running the verb twice runs it twice and keeps the first results; an
  * explicit --out keeps the output policy ("exists; use --force"). Returns buf. */
 const char *attest_cli_default_results(const char *name, char *buf, size_t cap);
+
+/* One case in full (attest_report_case_detail_outputs) with the tolerances `policy` gives its
+ * outputs (none when one of them has no entry): attest replay, and attest run --case-seed. */
+void attest_cli_print_case_detail(const attest_case_record *rec, const attest_case *c,
+                                  const attest_policy *policy, const attest_case_outputs *kept);
 
 /* A folder an option writes files into (--save-failures, --findings): made when missing (the
  * last component only, as mkdir does; --corpus makes its folder too), refused when it is not a

@@ -318,7 +318,7 @@ static int parse(const char *verb, int argc, char **argv, pipe_args *a)
         return attest_cli_usage_error(verb, "pipeline: --kernel %s with STAGE=SPEC candidates "
                                             "(use --kernel pipeline)", a->r.kernel);
     stage_defaults(&a->stages);
-    if (a->r.save_dir && (rc = attest_cli_save_dir_check(verb, a->r.save_dir)) >= 0) return rc;
+    if (a->r.save_dir && (rc = attest_cli_output_dir(verb, "save-failures", a->r.save_dir)) >= 0) return rc;
     return -1;
 }
 

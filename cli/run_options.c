@@ -77,8 +77,3 @@ int attest_cli_run_option(const char *verb, int ch, const char *arg, attest_cli_
     }
     return -1;
 }
-
-int attest_cli_save_dir_check(const char *verb, const char *dir)
-{
-    return attest_cli_output_dir(verb, "save-failures", dir);
-}

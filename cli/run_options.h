@@ -73,9 +73,4 @@ int attest_cli_run_is_option(int ch);
  * value as "attest VERB: bad value for --NAME: 'ARG'". */
 int attest_cli_run_option(const char *verb, int ch, const char *arg, attest_cli_run_args *a);
 
-/* The check of --save-failures DIR for the verbs that write case files there themselves:
- * returns -1 when DIR is a directory, else prints "attest VERB: --save-failures DIR: not a
- * directory" and returns ATTEST_EXIT_USAGE. */
-int attest_cli_save_dir_check(const char *verb, const char *dir);
-
 #endif

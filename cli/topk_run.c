@@ -238,7 +238,7 @@ int attest_cmd_run_topk(int argc, char **argv)
     if (attest_topk_filter_check(filter) != ATTEST_OK)
         return attest_cli_usage_error("run", "--filter: %s", attest_last_error());
     if (save_dir) {
-        const int src = attest_cli_save_dir_check("run", save_dir);
+        const int src = attest_cli_output_dir("run", "save-failures", save_dir);
         if (src >= 0) return src;
     }
     if (out) {

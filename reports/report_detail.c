@@ -170,7 +170,8 @@ static void indexer_explain(FILE *f, const attest_case *c, const attest_tensor_m
         attest_clear_error();
         return;
     }
-    const uint8_t *q = (const uint8_t *)qt->data + (size_t)row * (size_t)p->heads * (size_t)p->head_dim;
+    const size_t qrow = (size_t)p->heads * (size_t)p->head_dim;
+    const uint8_t *q = (const uint8_t *)qt->data + (size_t)row * qrow;
     const float *w = (const float *)wt->data + (size_t)row * (size_t)p->heads;
     const uint8_t *pool = cache->data;
     const double cand = m->worst_cand, tol = m->worst_tol;
@@ -201,7 +202,8 @@ static void indexer_explain(FILE *f, const attest_case *c, const attest_tensor_m
                                PRId64 " (bytes [%" PRIu64 ", %" PRIu64 ")) times this position's "
                                "scale: a row read off by %+" PRId64 " (a row stride or index "
                                "bug)\n",
-                            s, base + off_of[s].fp8, base + off_of[s].fp8 + L.fp8_dim, s - in_block);
+                            s, base + off_of[s].fp8, base + off_of[s].fp8 + L.fp8_dim,
+                            s - in_block);
                 else
                     fprintf(f, "    localization: the candidate's logit is this position's fp8 row "
                                "times the scale of slot %" PRId64 " (byte %" PRIu64 " = %.9g) "
@@ -220,9 +222,9 @@ static void indexer_explain(FILE *f, const attest_case *c, const attest_tensor_m
         if (!indexer_matches(indexer_logit_of(p, q, w, ROW_OF(b, in_block), SCALE_OF(b, in_block)),
                              cand, tol))
             continue;
-        fprintf(f, "    localization: the candidate's logit is slot %" PRId64 " of physical block %d "
-                   "(bytes from %" PRIu64 "), not of block %d = block_table[%" PRId64 "][%" PRId64
-                   "]: a wrong block\n",
+        fprintf(f, "    localization: the candidate's logit is slot %" PRId64 " of physical "
+                   "block %d (bytes from %" PRIu64 "), not of block %d = block_table[%" PRId64
+                   "][%" PRId64 "]: a wrong block\n",
                 in_block, (int)b, (uint64_t)b * L.page_stride, (int)phys, request, j);
         return;
     }
@@ -384,19 +386,24 @@ static void element(FILE *f, attest_kernel kernel, const attest_tensor_metrics *
     if (kernel == ATTEST_KERNEL_MLA_DECODE) mla_element(f, c, co);
 }
 
+/* The index of output `name` among the run's kept outputs, -1 when they hold none of it. */
+static int kept_index(const attest_case_record *rec, const attest_case_outputs *kept,
+                      const char *name)
+{
+    if (!kept) return -1;
+    for (int k = 0; k < rec->num_outputs && k < kept->num_outputs && k < ATTEST_RECORD_MAX_OUTPUTS;
+         k++)
+        if (!strcmp(rec->outputs[k].output, name) && kept->candidate[k]) return k;
+    return -1;
+}
+
 /* The candidate's out_bf16 bytes, when kept. */
 static const void *kept_out(const attest_case_record *rec, const attest_case_outputs *kept,
                             size_t *bytes)
 {
-    *bytes = 0;
-    if (!kept) return NULL;
-    for (int k = 0; k < rec->num_outputs && k < kept->num_outputs && k < ATTEST_RECORD_MAX_OUTPUTS;
-         k++)
-        if (!strcmp(rec->outputs[k].output, "out_bf16") && kept->candidate[k]) {
-            *bytes = kept->candidate_bytes[k];
-            return kept->candidate[k];
-        }
-    return NULL;
+    const int k = kept_index(rec, kept, "out_bf16");
+    *bytes = k < 0 ? 0 : kept->candidate_bytes[k];
+    return k < 0 ? NULL : kept->candidate[k];
 }
 
 /* The reference and candidate values of output m at co, from the kept outputs of the run and
@@ -405,34 +412,30 @@ static int kept_pair(const attest_case_record *rec, const attest_case_outputs *k
                      const attest_case *c, const attest_tensor_metrics *m, const attest_coord *co,
                      double *ref, double *cand)
 {
-    if (!kept || !c) return 0;
-    const attest_tensor *t = attest_case_tensor_const(c, m->output);
-    if (!t || t->rank != co->rank || co->rank < 1 || co->rank > 4) return 0;
+    const int k = kept_index(rec, kept, m->output);
+    const attest_tensor *t = c ? attest_case_tensor_const(c, m->output) : NULL;
+    if (k < 0 || !kept->reference[k] || !t || t->rank != co->rank || co->rank < 1 || co->rank > 4 ||
+        (t->dtype != ATTEST_DTYPE_BF16 && t->dtype != ATTEST_DTYPE_F32))
+        return 0;
     size_t flat = 0;
     for (int32_t d = 0; d < co->rank; d++) {
         if (co->index[d] < 0 || co->index[d] >= t->shape[d]) return 0;
         flat = flat * (size_t)t->shape[d] + (size_t)co->index[d];
     }
-    for (int k = 0; k < rec->num_outputs && k < kept->num_outputs && k < ATTEST_RECORD_MAX_OUTPUTS;
-         k++) {
-        if (strcmp(rec->outputs[k].output, m->output) || !kept->reference[k] || !kept->candidate[k])
-            continue;
-        const size_t es = t->dtype == ATTEST_DTYPE_BF16 ? 2 : t->dtype == ATTEST_DTYPE_F32 ? 4 : 0;
-        if (es == 0 || (flat + 1) * es > kept->candidate_bytes[k]) return 0;
-        const uint8_t *at = (const uint8_t *)kept->candidate[k] + flat * es;
-        if (es == 2) {
-            uint16_t b;
-            memcpy(&b, at, 2);
-            *cand = attest_bf16_decode(b);
-        } else {
-            float v;
-            memcpy(&v, at, 4);
-            *cand = v;
-        }
-        *ref = kept->reference[k][flat];
-        return 1;
+    const size_t es = attest_dtype_size(t->dtype);
+    if ((flat + 1) * es > kept->candidate_bytes[k]) return 0;
+    const uint8_t *at = (const uint8_t *)kept->candidate[k] + flat * es;
+    if (t->dtype == ATTEST_DTYPE_BF16) {
+        uint16_t b;
+        memcpy(&b, at, 2);
+        *cand = attest_bf16_decode(b);
+    } else {
+        float v;
+        memcpy(&v, at, 4);
+        *cand = v;
     }
-    return 0;
+    *ref = kept->reference[k][flat];
+    return 1;
 }
 
 /* The first inf/nan mismatch: where, both values, the row's memory, and (locate) the

@@ -171,6 +171,26 @@ static int32_t nonfinite_values(const scope_view *s, int32_t index, double *kk)
     return bad;
 }
 
+/* The scale `shift` tiles away from tile `tile` of the token at in-page offsets `off` of the
+ * page at `page` (a token's scales are contiguous): the bytes a kernel whose tile index is off
+ * by `shift` multiplies by; 0 when they fall outside the page. */
+static int shifted_scale(const attest_layout *L, const uint8_t *page,
+                         const attest_token_offsets *off, uint32_t tile, int shift, double *out)
+{
+    const int64_t sb = L->scale_format == ATTEST_SCALE_UE8M0 ? 1 : 4;
+    if (L->num_scales > 1 && (int64_t)(off->scale[1] - off->scale[0]) != sb) return 0;
+    const int64_t at = (int64_t)off->scale[0] + ((int64_t)tile + shift) * sb;
+    if (at < 0 || at + sb > (int64_t)L->page_stride) return 0;
+    if (sb == 1) {
+        *out = attest_ue8m0_decode_f64(page[at]);
+    } else {
+        float v;
+        memcpy(&v, page + at, sizeof v);
+        *out = (double)v;
+    }
+    return 1;
+}
+
 /* A candidate row that is not finite where the reference is: the bytes a kernel should not
  * read but a common bug does, when they decode to inf or NaN (the generator points slots past
  * topk_length at unwritten, NaN-filled slots, and fills padding with NaN patterns, for this).
@@ -191,9 +211,9 @@ static void nonfinite_suspects(FILE *f, const scope_view *sc, int nscopes, int64
             const int32_t bad = nonfinite_values(s, idx, kk);
             if (bad == 0) continue;
             if (named++ < 3) {
-                fprintf(f, "      possible cause, past %s (%d): %s[%" PRId64 ", %" PRId64 ", %d] = token %d, "
-                           "whose K holds %d inf/nan of %u values: a kernel that reads past %s "
-                           "takes it\n",
+                fprintf(f, "      possible cause, past %s (%d): %s[%" PRId64 ", %" PRId64
+                           ", %d] = token %d, whose K holds %d inf/nan of %u values: a kernel "
+                           "that reads past %s takes it\n",
                         length, (int)s->limit, s->indices_name, request, query, (int)k, (int)idx,
                         (int)bad, s->layout.k_dim, length);
                 print_bytes(f, s, idx, -1);
@@ -201,15 +221,16 @@ static void nonfinite_suspects(FILE *f, const scope_view *sc, int nscopes, int64
             }
         }
         if (named > 3)
-            fprintf(f, "      (%d more slots past %s name such tokens)\n", (int)(named - 3), length);
+            fprintf(f, "      (%d more slots past %s name such tokens)\n", (int)(named - 3),
+                    length);
         int32_t holes = 0;
         for (int32_t k = 0; k < s->limit; k++) holes += s->indices[k] == -1;
         if (holes > 0 && s->num_tokens > 0) {
             const int32_t bad = nonfinite_values(s, 0, kk);
             if (bad > 0) {
-                fprintf(f, "      possible cause, -1 slots: %s[%" PRId64 ", %" PRId64 "] has %d -1 slot%s%s%s, and token 0 "
-                           "holds %d inf/nan of %u values: a kernel that reads token 0 for -1 "
-                           "and weights it by 0 takes NaN (0 * NaN)\n",
+                fprintf(f, "      possible cause, -1 slots: %s[%" PRId64 ", %" PRId64 "] has %d -1 "
+                           "slot%s%s%s, and token 0 holds %d inf/nan of %u values: a kernel "
+                           "that reads token 0 for -1 and weights it by 0 takes NaN (0 * NaN)\n",
                         s->indices_name, request, query, (int)holes, holes == 1 ? "" : "s",
                         s->has_length ? " within " : "", s->has_length ? length : "", (int)bad,
                         s->layout.k_dim);
@@ -232,56 +253,26 @@ static void nonfinite_suspects(FILE *f, const scope_view *sc, int nscopes, int64
                 attest_clear_error();
                 return;
             }
-            const uint32_t sb = L->scale_format == ATTEST_SCALE_UE8M0 ? 1u : 4u;
-            const uint64_t at = (uint64_t)page * L->page_stride + off.scale[L->num_scales - 1] + sb;
-            if (at + sb > ((uint64_t)page + 1) * L->page_stride) continue;
-            float v;
-            if (sb == 1) {
-                v = s->pool[at] == 0xFF ? NAN : 1.0f; /* ue8m0: 0xff is its NaN */
-            } else {
-                memcpy(&v, s->pool + at, sizeof v);
-            }
-            if (isfinite(v)) continue;
-            fprintf(f, "      possible cause, one scale too many: the %s after the last scale of token %d "
-                       "(%s[%" PRId64 ", %" PRId64 ", %d]), byte %" PRIu64 ", reads as a %s "
-                       "scale of %s: a kernel that reads scale %u of a token with %u (an "
+            const uint8_t *base = s->pool + (uint64_t)page * L->page_stride;
+            double v;
+            if (!shifted_scale(L, base, &off, L->num_scales - 1, 1, &v) || isfinite(v)) continue;
+            const int ue8m0 = L->scale_format == ATTEST_SCALE_UE8M0;
+            const uint64_t at = (uint64_t)page * L->page_stride + off.scale[0] +
+                                (uint64_t)L->num_scales * (ue8m0 ? 1u : 4u);
+            fprintf(f, "      possible cause, one scale too many: the %s after the last scale of "
+                       "token %d (%s[%" PRId64 ", %" PRId64 ", %d]), byte %" PRIu64 ", reads as "
+                       "a %s scale of %s: a kernel that reads scale %u of a token with %u (an "
                        "off-by-one tile index) takes it\n",
-                    sb == 1 ? "byte" : "4 bytes", (int)idx, s->indices_name, request, query,
-                    (int)k, at, sb == 1 ? "ue8m0" : "float32", isnan(v) ? "NaN" : "inf",
-                    L->num_scales, L->num_scales);
+                    ue8m0 ? "byte" : "4 bytes", (int)idx, s->indices_name, request, query, (int)k,
+                    at, ue8m0 ? "ue8m0" : "float32", isnan(v) ? "NaN" : "inf", L->num_scales,
+                    L->num_scales);
             over = 1;
             shown++;
         }
     }
     if (!shown)
-        fprintf(f, "      no token the query names outside its selection, and no byte after a selected token's "
-                   "last scale, decodes to inf or nan\n");
-}
-
-/* The scale `shift` tiles away from tile `tile` of a token (a token's scales are contiguous):
- * the bytes a kernel whose tile index is off by `shift` multiplies by; 0 when outside the page. */
-static int shifted_scale(const scope_view *s, int32_t index, uint32_t tile, int shift, double *out)
-{
-    const attest_layout *L = &s->layout;
-    const int64_t page = index / (int64_t)L->page_size, in_page = index % (int64_t)L->page_size;
-    attest_token_offsets off;
-    if (attest_layout_token_offsets(L, (uint32_t)in_page, &off) != ATTEST_OK) {
-        attest_clear_error();
-        return 0;
-    }
-    const int64_t sb = L->scale_format == ATTEST_SCALE_UE8M0 ? 1 : 4;
-    if (L->num_scales > 1 && (int64_t)(off.scale[1] - off.scale[0]) != sb) return 0;
-    const int64_t at = (int64_t)off.scale[0] + ((int64_t)tile + shift) * sb;
-    if (at < 0 || at + sb > (int64_t)L->page_stride) return 0;
-    const uint8_t *b = s->pool + (uint64_t)page * L->page_stride + (uint64_t)at;
-    if (sb == 1) {
-        *out = attest_ue8m0_decode_f64(*b);
-    } else {
-        float v;
-        memcpy(&v, b, sizeof v);
-        *out = (double)v;
-    }
-    return 1;
+        fprintf(f, "      no token the query names outside its selection, and no byte after a "
+                   "selected token's last scale, decodes to inf or nan\n");
 }
 
 /* The distance of the candidate row from the reference recomputed with every selected token's
@@ -304,11 +295,12 @@ static double tile_shift_distance(const token *t, int32_t n, const scope_view *s
             attest_clear_error();
             return -1.0;
         }
-        const uint8_t *fp8 = s->pool + (uint64_t)page * L->page_stride + off.fp8;
+        const uint8_t *base = s->pool + (uint64_t)page * L->page_stride, *fp8 = base + off.fp8;
         for (uint32_t tile = 0; tile < L->num_scales; tile++) {
             double sc_v;
-            if (!shifted_scale(s, t[k].index, tile, shift, &sc_v)) return -1.0;
-            for (uint32_t d = tile * L->scale_tile; d < (tile + 1) * L->scale_tile && d < L->fp8_dim; d++)
+            if (!shifted_scale(L, base, &off, tile, shift, &sc_v)) return -1.0;
+            const uint32_t end = (tile + 1) * L->scale_tile;
+            for (uint32_t d = tile * L->scale_tile; d < end && d < L->fp8_dim; d++)
                 kk[d] = (double)attest_fp8_values[fp8[d]] * sc_v;
         }
         for (uint32_t d = L->fp8_dim; d < L->k_dim; d++) kk[d] = t[k].v[d];

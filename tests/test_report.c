@@ -396,9 +396,9 @@ static void detail_indexer_explain(void **state)
     memcpy(pool + 3 * 8448 + 8192 + 4 * 13, &s3, 4);
     m->worst_cand = 16.0;
     attest_report_case_detail(cap_open(&c), &r, &cs, NULL);
-    assert_contains(cap_text(&c), "localization: the candidate's logit is slot 13 of physical block "
-                                  "3 (bytes from 25344), not of block 9 = block_table[2][1]: a "
-                                  "wrong block\n");
+    assert_contains(cap_text(&c), "localization: the candidate's logit is slot 13 of physical "
+                                  "block 3 (bytes from 25344), not of block 9 = "
+                                  "block_table[2][1]: a wrong block\n");
     cap_close(&c);
     m->worst_cand = 3.0; /* nothing gives it */
     attest_report_case_detail(cap_open(&c), &r, &cs, NULL);

@@ -259,8 +259,9 @@ static void test_nonfinite_suspects(void **state)
     assert_true(bad >= 1);
     text = locate(&fx, cand);
     char want[256];
-    snprintf(want, sizeof want, "possible cause, -1 slots: indices[0, 0] has %d -1 slot%s, and token 0 holds %d inf/nan of %u "
-             "values: a kernel that reads token 0 for -1", holes, holes == 1 ? "" : "s", bad, L.k_dim);
+    snprintf(want, sizeof want, "possible cause, -1 slots: indices[0, 0] has %d -1 slot%s, and "
+             "token 0 holds %d inf/nan of %u values: a kernel that reads token 0 for -1", holes,
+             holes == 1 ? "" : "s", bad, L.k_dim);
     assert_contains(text, want);
     free(text);
     /* one scale too many: the bytes after the first selected token's last scale read as NaN */

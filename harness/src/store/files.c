@@ -173,12 +173,11 @@ attest_status attest_output_lock_take(const char *path, const char *holder,
         int fd = open(l->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666);
         if (fd < 0) {
             int e = errno;
-            /* Named by the output path: the user asked for it, not for its lock beside it. */
-            attest_status st =
-                e == ENOENT ? attest_fail(ATTEST_ERR_IO, "%s: its folder does not exist", path)
-                            : attest_fail(ATTEST_ERR_IO,
-                                          "%s: cannot be written there (its lock file %s: %s)",
-                                          path, l->path, strerror(e));
+            /* Named by the output path: the user asked for it, not for its lock beside it (a
+             * missing folder is refused earlier, by attest_output_check). */
+            attest_status st = attest_fail(ATTEST_ERR_IO,
+                                           "%s: cannot be written there (its lock file %s: %s)",
+                                           path, l->path, strerror(e));
             free(l);
             return st;
         }
